@@ -1,0 +1,5 @@
+"""tidy: plain-text sales reports."""
+
+from tidy.report import format_report
+
+__all__ = ["format_report"]

@@ -1,0 +1,64 @@
+"""The Python entry points: ``grade`` one submission, from a harness or the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+from gradeflow.errors import SpecError
+from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.policy import load_profile
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.spec import load_task
+from gradeflow.tasks._repo import resolve_base
+
+__all__ = ["grade", "load_task", "make_submission", "preflight"]
+
+
+def make_submission(
+    *, patch: str | Path | None = None, workspace: str | Path | None = None, submission_id: str = "submission"
+) -> Submission:
+    """A submission from a diff (file path or diff text) or a checkout folder; ``SpecError`` when unreadable."""
+    if (patch is None) == (workspace is None):
+        raise SpecError("give exactly one of a patch or a workspace")
+    if workspace is not None:
+        folder = Path(workspace)
+        if not folder.is_dir():
+            raise SpecError(f"--workspace: {folder} is not a folder")
+        return Submission(submission_id=submission_id, workspace=folder.resolve())
+    text = str(patch)
+    if isinstance(patch, Path) or "\n" not in text:
+        try:
+            text = Path(text).read_bytes().decode("utf-8", errors="surrogateescape")
+        except OSError as exc:
+            raise SpecError(f"--patch: cannot read {patch}: {exc.strerror or exc}") from None
+    return Submission(submission_id=submission_id, patch=text)
+
+
+def preflight(task: TaskSpec, sandbox: str | SandboxFactory | None, profile: str | None) -> None:
+    """Fail fast, before any flow run, on what is the caller's mistake (exit 2 in the CLI)."""
+    resolve_base(task)
+    load_profile(profile or task.grading.profile)
+    if not isinstance(sandbox, SandboxFactory):
+        sandbox_factory(task.environment, sandbox)
+    if task.tests.hidden and not Path(task.tests.hidden).is_dir():
+        raise SpecError(f"tests.hidden: {task.tests.hidden} is not a folder (task {task.task_id})")
+
+
+def grade(
+    task: TaskSpec | str | Path, *, patch: str | Path | None = None, workspace: str | Path | None = None,
+    submission_id: str = "submission", sandbox: str | SandboxFactory | None = None, profile: str | None = None,
+) -> GradeResult:
+    """Grade one submission through the ``grade-submission`` flow and return its result."""
+    from gradeflow.flows.grade import grade_submission
+
+    spec = task if isinstance(task, TaskSpec) else load_task(task)
+    submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
+    preflight(spec, sandbox, profile)
+    # One flow per grade: Prefect's heartbeat thread would add about a second to each.
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        result = grade_submission(spec, submission, sandbox=sandbox, profile=profile)
+    assert isinstance(result, GradeResult)
+    return result

@@ -1,0 +1,127 @@
+"""The ``gradeflow`` command.
+
+Exit codes: 0 passed (or valid), 1 graded and not passed (or invalid), 2 usage or input error,
+3 inconclusive (the environment failed, not the submission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gradeflow.errors import GradeflowError, SpecError
+from gradeflow.logs import configure_logging, quiet_prefect
+from gradeflow.models import GradeResult, TaskSpec
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gradeflow", description="Grade coding-agent patches.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    grade = sub.add_parser("grade", help="grade one submission")
+    grade.add_argument("task", help="path to task.yaml")
+    source = grade.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workspace", help="the agent's modified checkout")
+    source.add_argument("--patch", help="a unified diff file")
+    grade.add_argument("--submission-id", default="submission")
+    grade.add_argument("--json", action="store_true", help="print the result JSON only")
+    grade.add_argument("--out", help="also write the result JSON to this file")
+    for p in (grade, validate := sub.add_parser("validate", help="check a task spec against its base")):
+        p.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
+        p.add_argument("--profile", help="a shipped profile name or a profile YAML file")
+    validate.add_argument("task", help="path to task.yaml")
+    validate.add_argument("--reference", help="a reference patch that must pass")
+    validate.add_argument("--json", action="store_true")
+    sub.add_parser("schema", help="print the task spec's JSON schema")
+    sub.add_parser("profiles", help="list the shipped grading profiles")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    configure_logging()
+    quiet_prefect()
+    try:
+        return _dispatch(args)
+    except GradeflowError as exc:
+        print(f"gradeflow: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gradeflow: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "schema":
+        print(json.dumps(TaskSpec.model_json_schema(), indent=2))
+        return 0
+    if args.command == "profiles":
+        from gradeflow.policy import available_profiles, load_profile
+
+        for name in available_profiles():
+            print(f"{name}\t{load_profile(name).description}")
+        return 0
+    if args.command == "validate":
+        return _validate(args)
+    return _grade(args)
+
+
+def _grade(args: argparse.Namespace) -> int:
+    from gradeflow.api import grade
+
+    result = grade(args.task, patch=args.patch, workspace=args.workspace, submission_id=args.submission_id,
+                   sandbox=args.sandbox, profile=args.profile)
+    payload = result.model_dump_json(indent=2)
+    if args.out:
+        _write(Path(args.out), payload)
+    if args.json:
+        print(payload)
+    else:
+        print(_describe(result))
+    return result.exit_code
+
+
+def _write(path: Path, payload: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(payload + "\n")
+    except OSError as exc:
+        raise SpecError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _describe(result: GradeResult) -> str:
+    lines = [result.summary(), f"decision: {result.decision}"]
+    if result.reason_codes:
+        lines.append(f"reasons: {', '.join(result.reason_codes)}")
+    lines += [f"  {m}" for m in result.messages]
+    for component in result.components:
+        lines += [f"  [{component.name}] {m}" for m in component.messages]
+    return "\n".join(lines)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    from gradeflow.api import load_task, make_submission, preflight
+    from gradeflow.flows.validate import validate_task
+
+    task = load_task(args.task)
+    preflight(task, args.sandbox, args.profile)
+    reference = make_submission(patch=args.reference).patch if args.reference else None
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        report = validate_task(task, reference, args.sandbox, args.profile)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        verdict = "VALID" if report.valid else f"INVALID ({len(report.problems)} problems)"
+        print(f"{verdict}: {task.task_id}")
+        for problem in report.problems:
+            print(f"  - {problem}")
+    return 0 if report.valid else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""The errors gradeflow raises, and what a caller may do about each.
+
+::
+
+    GradeflowError                 base class; never escapes the CLI as a traceback
+    ├── SpecError                  the task spec (or another input file) is wrong: exit 2
+    ├── SubmissionError            the submission itself is at fault (graded, never retried)
+    │   ├── PatchDoesNotApply      the diff does not apply to the base revision
+    │   └── PathEscape             the diff or checkout reaches outside the repository
+    └── InfraError                 the environment failed, not the patch: retried, then inconclusive
+        ├── SandboxUnavailable     the sandbox could not start or run a command
+        └── BaselineBroken         the pristine base cannot be materialized, set up or tested
+
+Every message says what was wrong and where (a file, a key, a path), on one line.
+An ``InfraError`` carries the reason code that ends up in an inconclusive result.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BaselineBroken",
+    "GradeflowError",
+    "InfraError",
+    "PatchDoesNotApply",
+    "PathEscape",
+    "SandboxUnavailable",
+    "SpecError",
+    "SubmissionError",
+]
+
+
+class GradeflowError(Exception):
+    """Base class of every error gradeflow raises on purpose."""
+
+    exit_code: int = 2
+
+
+class SpecError(GradeflowError):
+    """A task spec, profile, suite or other input file is missing or invalid."""
+
+    exit_code = 2
+
+
+class SubmissionError(GradeflowError):
+    """The submission is at fault; it is graded (not passed), never retried."""
+
+    reason_code: str = "submission-error"
+
+
+class PatchDoesNotApply(SubmissionError):
+    """The patch cannot be applied to the base revision."""
+
+    reason_code = "patch-does-not-apply"
+
+
+class PathEscape(SubmissionError):
+    """The patch or checkout touches a path outside the repository."""
+
+    reason_code = "path-escape"
+
+
+class InfraError(GradeflowError):
+    """The environment failed; the grade becomes inconclusive after bounded retries."""
+
+    exit_code = 3
+    reason_code: str = "sandbox-unavailable"
+
+    def __init__(self, message: str, *, reason_code: str | None = None) -> None:
+        super().__init__(message)
+        if reason_code is not None:
+            self.reason_code = reason_code
+
+
+class SandboxUnavailable(InfraError):
+    """The sandbox could not be created or could not run a command."""
+
+    reason_code = "sandbox-unavailable"
+
+
+class BaselineBroken(InfraError):
+    """The pristine base cannot be materialized, set up, or yields no test report."""
+
+    reason_code = "baseline-broken"

@@ -1,0 +1,84 @@
+"""The ``validate-task`` flow: is a task spec sound before agents are graded against it?"""
+
+from __future__ import annotations
+
+from prefect import flow
+from pydantic import BaseModel, Field
+
+from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.tasks.baseline import prepare_baseline
+from gradeflow.tasks.environment import describe_environment, pin_base
+
+__all__ = ["ValidationReport", "base_problems", "validate_task"]
+
+
+class ValidationReport(BaseModel):
+    """Every problem found, not only the first."""
+
+    task_id: str
+    problems: list[str] = Field(default_factory=list)
+    base_outcomes: dict[str, str] = Field(default_factory=dict)
+    empty: GradeResult | None = None
+    reference: GradeResult | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+
+def base_problems(task: TaskSpec, outcomes: dict[str, str]) -> list[str]:
+    """fail_to_pass tests that do not fail on the base, pass_to_pass tests that do not pass."""
+    problems = [f"fail_to_pass {t} does not fail on the base (it is {outcomes.get(t, 'missing')})"
+                for t in task.tests.fail_to_pass if outcomes.get(t, "missing") == "passed"]
+    problems += [f"pass_to_pass {t} does not pass on the base (it is {outcomes.get(t, 'missing')})"
+                 for t in task.tests.pass_to_pass
+                 if t not in task.tests.quarantine and outcomes.get(t, "missing") not in ("passed", "skipped")]
+    return problems
+
+
+def _empty_problems(result: GradeResult) -> list[str]:
+    if result.status == "inconclusive":
+        return [f"the empty submission is inconclusive: {'; '.join(result.messages)}"]
+    if not result.score:
+        return []
+    lenient = [c.name for c in result.components if c.role == "objective" and c.score > 0]
+    return [f"the empty submission scores {result.score:.3f}, not 0: let through by {', '.join(lenient)}"]
+
+
+def _reference_problems(result: GradeResult) -> list[str]:
+    if result.passed:
+        return []
+    why = "; ".join(m for c in result.components for m in c.messages if not c.passed) or "; ".join(result.messages)
+    return [f"the reference patch does not pass ({result.summary()}): {why}"]
+
+
+@flow(name="validate-task", flow_run_name="validate-{task_spec.task_id}", persist_result=False,
+      validate_parameters=False)
+def validate_task(
+    task_spec: TaskSpec, reference: str | None = None, sandbox: str | SandboxFactory | None = None,
+    profile: str | None = None,
+) -> ValidationReport:
+    from gradeflow.flows.grade import grade_submission
+
+    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    baseline = prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
+    report = ValidationReport(task_id=task_spec.task_id, base_outcomes=dict(baseline.tests.outcomes),
+                              problems=base_problems(task_spec, dict(baseline.tests.outcomes)))
+    empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile)
+    report.empty = _as_result(empty)
+    report.problems += _empty_problems(report.empty)
+    if reference is not None:
+        graded = grade_submission(task_spec, Submission(submission_id="reference", patch=reference), factory, profile)
+        report.reference = _as_result(graded)
+        report.problems += _reference_problems(report.reference)
+    return report
+
+
+def _as_result(value: object) -> GradeResult:
+    if isinstance(value, GradeResult):
+        return value
+    result = value.result()  # type: ignore[attr-defined]
+    assert isinstance(result, GradeResult)
+    return result

@@ -1,0 +1,23 @@
+"""Pure scoring: typed evidence in, one :class:`~gradeflow.models.GradeComponent` out."""
+
+from gradeflow.graders.base import Grader, GradingContext, InMemoryWorkspace, WorkspaceView
+from gradeflow.graders.composite import CompositeGrader, combine
+from gradeflow.graders.constraints import ConstraintGrader
+from gradeflow.graders.perf import PerfGrader, perf_score
+from gradeflow.graders.quality import QualityGrader, measure_source
+from gradeflow.graders.tests import TestGrader
+
+__all__ = [
+    "CompositeGrader",
+    "ConstraintGrader",
+    "Grader",
+    "GradingContext",
+    "InMemoryWorkspace",
+    "PerfGrader",
+    "QualityGrader",
+    "TestGrader",
+    "WorkspaceView",
+    "combine",
+    "measure_source",
+    "perf_score",
+]

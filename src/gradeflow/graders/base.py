@@ -1,0 +1,96 @@
+"""The grader contract: evidence in, one :class:`GradeComponent` out.
+
+Graders never run commands or touch the file system themselves. What they need arrives in a
+:class:`GradingContext`: the task spec, a read-only :class:`WorkspaceView` of the graded files, and
+the evidence earlier steps gathered. Subclass :class:`Grader` to add a component of your own.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from gradeflow.evidence import FunctionMetrics, PerfEvidence, TestRunEvidence
+from gradeflow.models import ChangedFile, GradeComponent, Role, TaskSpec
+
+__all__ = ["Grader", "GradingContext", "InMemoryWorkspace", "WorkspaceView"]
+
+
+class WorkspaceView(abc.ABC):
+    """Read-only access to the graded workspace and the patch that produced it."""
+
+    patch: str
+    changes: list[ChangedFile]
+
+    def changed_files(self) -> list[str]:
+        """Paths (relative to the repository root) the patch adds or modifies, binaries included."""
+        return [c.path for c in self.changes if c.status != "removed"]
+
+    @abc.abstractmethod
+    def read(self, path: str) -> str:
+        """The text of a workspace file; ``FileNotFoundError`` when absent."""
+
+    @abc.abstractmethod
+    def added_lines(self, path: str) -> list[str]:
+        """The lines the patch adds to ``path``."""
+
+
+@dataclass
+class InMemoryWorkspace(WorkspaceView):
+    """A workspace held in memory, for tests and for graders run outside a flow."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    changes: list[ChangedFile] = field(default_factory=list)  # type: ignore[assignment]
+    patch: str = ""
+    added: dict[str, list[str]] = field(default_factory=dict)
+
+    def read(self, path: str) -> str:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        return self.files[path]
+
+    def added_lines(self, path: str) -> list[str]:
+        return self.added.get(path, [])
+
+
+@dataclass(frozen=True)
+class GradingContext:
+    """Everything a grader may look at."""
+
+    task: TaskSpec
+    workspace: WorkspaceView
+    tests: TestRunEvidence | None = None
+    baseline_tests: TestRunEvidence | None = None
+    """The same test command on the pristine base (for skipped pass_to_pass tests)."""
+    functions: list[FunctionMetrics] | None = None
+    perf: PerfEvidence | None = None
+
+    @property
+    def patch(self) -> str:
+        return self.workspace.patch
+
+    def changed_files(self) -> list[str]:
+        """Shortcut for ``workspace.changed_files()``, so a grader may treat the context as the workspace."""
+        return self.workspace.changed_files()
+
+    def read(self, path: str) -> str:
+        """Shortcut for ``workspace.read(path)``."""
+        return self.workspace.read(path)
+
+
+class Grader(abc.ABC):
+    """One narrow question about a submission, answered as a :class:`GradeComponent`."""
+
+    name: ClassVar[str]
+    role: Role = "objective"
+
+    @abc.abstractmethod
+    def grade(self, context: GradingContext) -> GradeComponent:
+        """Score the submission; raising is reported as this component failing, not as a crash."""
+
+    def component(self, score: float, passed: bool, **fields: object) -> GradeComponent:
+        """A component carrying this grader's name and role."""
+        return GradeComponent.model_validate(
+            {"name": self.name, "role": self.role, "score": score, "passed": passed, **fields}
+        )

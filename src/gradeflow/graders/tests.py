@@ -1,0 +1,108 @@
+"""TestGrader: the acceptance tests' verdict, from the parsed JUnit report.
+
+| situation                                              | score                       |
+|--------------------------------------------------------|-----------------------------|
+| k of n fail_to_pass pass, partial credit on            | k / n                       |
+| partial credit off, any fail_to_pass failing           | 0                           |
+| a pass_to_pass broken, require_all_pass_to_pass on     | 0                           |
+| a pass_to_pass broken, off                             | score × (1 − broken/total)  |
+| no fail_to_pass declared                               | 1 when no pass_to_pass broke|
+| no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
+
+A skipped fail_to_pass test counts as failed; a skipped pass_to_pass test is kept only when it is
+skipped on the pristine base too. Quarantined test ids are reported, never scored. The role is
+objective when fail_to_pass is declared, gate otherwise (regression-only).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gradeflow.evidence import Outcome, TestRunEvidence
+from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.models import GradeComponent, Role
+
+__all__ = ["TestGrader"]
+
+
+class TestGrader(Grader):
+    """Runs nothing: scores the test evidence the tests step gathered."""
+
+    __test__ = False
+    name = "tests"
+
+    def grade(self, context: GradingContext) -> GradeComponent:
+        spec = context.task.tests
+        quarantine = set(spec.quarantine)
+        f2p = [t for t in spec.fail_to_pass if t not in quarantine]
+        role: Role = "objective" if spec.fail_to_pass else "gate"
+        run = context.tests
+        if run is None:
+            raise ValueError("the tests step gathered no evidence")
+        unusable = _unusable(run)
+        if unusable:
+            code, message = unusable
+            return self._component(context, role, 0.0, False, run, messages=[message], reason_codes=[code])
+        return self._score(context, run, f2p, [t for t in spec.pass_to_pass if t not in quarantine], role)
+
+    def _score(
+        self, context: GradingContext, run: TestRunEvidence, f2p: list[str], p2p: list[str], role: Role
+    ) -> GradeComponent:
+        spec = context.task.tests
+        base = context.baseline_tests.outcomes if context.baseline_tests else {}
+        failing = [t for t in f2p if run.outcomes.get(t, "missing") != "passed"]
+        broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t))]
+        if f2p:
+            solved = len(f2p) - len(failing)
+            score = solved / len(f2p) if spec.partial_credit else float(not failing)
+        else:
+            score = 1.0
+        if broken:
+            score = 0.0 if spec.require_all_pass_to_pass else score * (1 - len(broken) / len(p2p))
+        messages = [f"fail_to_pass {t} is {run.outcomes.get(t, 'missing')}" for t in failing]
+        messages += [f"pass_to_pass {t} broke: {run.outcomes.get(t, 'missing')}" for t in broken]
+        codes = (["fail-to-pass-failing"] if failing else []) + (["pass-to-pass-broken"] if broken else [])
+        return self._component(context, role, score, not failing and not broken, run,
+                               messages=messages, reason_codes=codes, broken=broken)
+
+    def _component(
+        self, context: GradingContext, role: Role, score: float, passed: bool, run: TestRunEvidence, *,
+        messages: list[str], reason_codes: list[str], broken: list[str] | None = None,
+    ) -> GradeComponent:
+        spec = context.task.tests
+        details = {
+            "fail_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.fail_to_pass
+                             if t not in spec.quarantine},
+            "pass_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.pass_to_pass
+                             if t not in spec.quarantine},
+            "quarantined": {t: run.outcomes.get(t, "missing") for t in spec.quarantine},
+            "broken": broken or [],
+            "counts": dict(Counter(c.outcome for c in run.cases)),
+            "exit_code": run.exit_code,
+            "duration": round(run.duration, 3),
+        }
+        return GradeComponent(name=self.name, role=role, score=score, passed=passed, messages=messages,
+                              reason_codes=reason_codes, details=details)
+
+
+def _kept(outcome: Outcome, on_base: Outcome | None) -> bool:
+    return outcome == "passed" or (outcome == "skipped" and on_base == "skipped")
+
+
+def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:
+    """Why the run cannot be scored at all, as (reason code, message)."""
+    if run.setup_failed:
+        return "setup-failed", f"the setup command failed on the submission (exit code {run.exit_code})"
+    if run.oom_killed:
+        return "oom-killed", "the test command was killed for using too much memory"
+    if run.timed_out:
+        return "test-timeout", f"the test command timed out after {run.duration:.0f} s"
+    if run.junit_tampered:
+        return "junit-tampered", f"the JUnit report cannot be trusted: {run.junit_error}"
+    if run.junit_error:
+        return "no-junit-output", f"the JUnit report is unusable: {run.junit_error}"
+    if not run.junit_found:
+        return "no-junit-output", f"the test command wrote no JUnit report (exit code {run.exit_code})"
+    if not run.cases:
+        return "no-tests-ran", "the JUnit report holds no test case: no test ran"
+    return None

@@ -1,0 +1,370 @@
+"""Pydantic models: the task spec (what to grade against) and the result (what a grade says).
+
+Specs are frozen and reject unknown keys; results are plain data that serialize to the result JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+__all__ = [
+    "ChangedFile",
+    "ConstraintsSpec",
+    "CustomGraderSpec",
+    "Decision",
+    "EnvironmentFingerprint",
+    "EnvironmentSpec",
+    "GradeComponent",
+    "GradeResult",
+    "GradingSpec",
+    "PerfSpec",
+    "QualitySpec",
+    "RequiredPattern",
+    "Role",
+    "Status",
+    "Submission",
+    "TaskSpec",
+    "TaskType",
+    "TestsSpec",
+]
+
+TaskType = Literal["bugfix", "feature", "refactor", "perf"]
+Role = Literal["objective", "gate"]
+Status = Literal["graded", "inconclusive"]
+Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inconclusive"]
+
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
+
+
+def _resolve(value: str | None, info: ValidationInfo) -> str | None:
+    """Resolve a relative path against the task file's folder (passed as validation context)."""
+    if value is None or _URL.match(value):
+        return value
+    base = (info.context or {}).get("base_dir")
+    path = Path(value).expanduser()
+    if base is not None and not path.is_absolute():
+        path = Path(base) / path
+    return str(path.resolve()) if base is not None else value
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequiredPattern(_Spec):
+    """A regular expression that must match somewhere in one file of the graded workspace."""
+
+    path: str
+    """File path relative to the repository root."""
+    pattern: str
+    """Python regular expression, searched with ``re.MULTILINE``."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        _check_regex(value)
+        return value
+
+
+def _check_regex(value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+
+
+class TestsSpec(_Spec):
+    """How the acceptance tests are run and which test ids decide the grade."""
+
+    __test__ = False  # not a pytest test class
+
+    command: str
+    """Shell command run from the repository root; ``{junit}`` is replaced by a path outside the repository."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """Tests that fail on the base and must pass after the patch (pytest node ids or ``classname::name``)."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """Tests that pass on the base and must keep passing."""
+    hidden: str | None = None
+    """Folder copied over the repository root for the test run only, then removed."""
+    partial_credit: bool = True
+    """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
+    require_all_pass_to_pass: bool = False
+    """When on, one broken pass_to_pass test scores 0; otherwise the score shrinks by the broken share."""
+    timeout: float = Field(default=600, gt=0)
+    """Seconds before the whole test command (and every process it started) is killed."""
+    quarantine: list[str] = Field(default_factory=list)
+    """Known-flaky test ids: their outcomes are reported but never scored."""
+
+    @field_validator("command")
+    @classmethod
+    def _has_junit(cls, value: str) -> str:
+        if "{junit}" not in value:
+            raise ValueError("tests.command must contain the placeholder {junit} (where the JUnit XML goes)")
+        return value
+
+    _resolve_hidden = field_validator("hidden")(_resolve)
+
+
+class ConstraintsSpec(_Spec):
+    """Rules the diff must respect; each declared rule is one check of the constraints gate."""
+
+    protected: list[str] = Field(default_factory=list)
+    """Extra protected globs; files named by the test ids are always protected."""
+    allowed_files: list[str] | None = None
+    """When set, every changed file must match one of these globs."""
+    max_files_changed: int | None = Field(default=None, ge=0)
+    max_lines_changed: int | None = Field(default=None, ge=0)
+    """Added plus removed lines."""
+    forbidden_patterns: list[str] = Field(default_factory=list)
+    """Regexes that must not match any added line of a changed file."""
+    required_patterns: list[RequiredPattern] = Field(default_factory=list)
+
+    @field_validator("forbidden_patterns")
+    @classmethod
+    def _compile_all(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _check_regex(value)
+        return values
+
+
+class QualitySpec(_Spec):
+    """Per-function limits measured on the graded workspace."""
+
+    paths: list[str] = Field(default_factory=lambda: ["**/*.py"])
+    """Globs of the Python files measured, relative to the repository root."""
+    max_function_length: int | None = Field(default=None, gt=0)
+    """Lines from ``def`` to the last line of the body."""
+    max_cyclomatic_complexity: int | None = Field(default=None, gt=0)
+
+
+class PerfSpec(_Spec):
+    """A benchmark compared between the pristine base and the candidate."""
+
+    command: str
+    timing: Literal["wall", "reported"] = "wall"
+    """``wall``: timed from outside the process; ``reported``: the last stdout line ``{"seconds": x}``."""
+    runs: int = Field(default=5, ge=1, le=100)
+    """Interleaved baseline/candidate pairs; the minimum of each side is compared."""
+    noise_floor: float = Field(default=1.15, gt=1.0)
+    min_speedup: float = Field(default=4.0, gt=1.0)
+    timeout: float = Field(default=600, gt=0)
+    """Seconds allowed for one benchmark run."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PerfSpec:
+        if self.min_speedup <= self.noise_floor:
+            raise ValueError("perf.min_speedup must be greater than perf.noise_floor")
+        return self
+
+
+class GradingSpec(_Spec):
+    """How components combine into one score."""
+
+    profile: str = "default"
+    """A profile shipped in ``gradeflow/profiles/`` or a path to a profile YAML file."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Weights of objective components by name; unlisted objectives weigh 1."""
+    pass_threshold: float | None = Field(default=None, ge=0, le=1)
+    """Minimum score to pass; the profile's value when omitted."""
+
+    @field_validator("profile")
+    @classmethod
+    def _resolve_profile(cls, value: str, info: ValidationInfo) -> str:
+        if "/" in value or value.endswith((".yaml", ".yml")):
+            return _resolve(value, info) or value
+        return value
+
+
+class CustomGraderSpec(_Spec):
+    """A user grader loaded from an importable ``module:Class``."""
+
+    use: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    weight: float = Field(default=1.0, ge=0)
+    role: Role = "objective"
+
+
+class EnvironmentSpec(_Spec):
+    """Where commands run."""
+
+    sandbox: Literal["local", "docker"] = "local"
+    image: str | None = None
+    """Docker image (``NAME[:TAG]`` or ``NAME@sha256:...``), for the docker sandbox."""
+    network: bool = False
+    memory: str = "2g"
+    cpus: float = Field(default=1.0, gt=0)
+    pids: int = Field(default=256, gt=0)
+    user: str = "1000:1000"
+
+
+class TaskSpec(_Spec):
+    """One grading task: a repository at a pinned base revision plus its acceptance checks."""
+
+    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Short stable identifier (letters, digits, ``.``, ``_``, ``-``)."""
+    type: TaskType
+    repo: str
+    """A git repository (path or URL), a plain folder, or a ``.tar.gz``; relative to the task file."""
+    base_revision: str | None = None
+    """Commit of a git repository; omitted for a folder or archive, whose content hash stands in."""
+    setup: str | None = None
+    """Command run in the sandbox before the tests, e.g. ``pip install -e .``."""
+    env: dict[str, str] = Field(default_factory=dict)
+    """Variables the candidate's commands may see; nothing else from the grader's environment leaks in."""
+    tests: TestsSpec
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    quality: QualitySpec | None = None
+    perf: PerfSpec | None = None
+    grading: GradingSpec = Field(default_factory=GradingSpec)
+    graders: list[CustomGraderSpec] = Field(default_factory=list)
+    environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+
+    _resolve_repo = field_validator("repo")(_resolve)
+
+    def spec_hash(self) -> str:
+        """A stable hash of the spec's content (paths included), for cache and content keys."""
+        import hashlib
+
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+
+
+class Submission(BaseModel):
+    """What an agent handed in: a checkout or a unified diff (exactly one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    submission_id: str = Field(default="submission", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    workspace: Path | None = None
+    """The agent's modified checkout; the patch is its difference from the base."""
+    patch: str | None = None
+    """The unified diff text."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Submission:
+        if (self.workspace is None) == (self.patch is None):
+            raise ValueError("a submission is either a workspace or a patch, exactly one")
+        return self
+
+
+class ChangedFile(BaseModel):
+    """One file the patch touches."""
+
+    path: str
+    status: Literal["added", "modified", "removed", "renamed"] = "modified"
+    old_path: str | None = None
+    lines_added: int = 0
+    lines_removed: int = 0
+    binary: bool = False
+
+
+class EnvironmentFingerprint(BaseModel):
+    """Where a grade ran, so two results can be compared honestly."""
+
+    sandbox: str
+    image: str | None = None
+    image_id: str | None = None
+    architecture: str
+    python_version: str
+    timezone: str
+    pythonhashseed: str
+    gradeflow_version: str
+    task_spec_hash: str
+
+    def key(self) -> str:
+        """The parts that change a baseline's behaviour (not the task hash, which the cache key adds)."""
+        return "|".join(
+            [self.sandbox, self.image_id or "", self.architecture, self.python_version, self.timezone,
+             self.pythonhashseed, self.gradeflow_version]
+        )
+
+
+class GradeComponent(BaseModel):
+    """One grader's verdict: a score in [0, 1], whether it passed, and the evidence behind it."""
+
+    name: str
+    """Stable component name (``constraints``, ``tests``, ``quality``, ``perf`` or a custom grader's)."""
+    role: Role = "objective"
+    """``objective`` contributes its weighted score; ``gate`` contributes nothing but zeroes the score."""
+    weight: float | None = None
+    """Weight among objectives, set when components are combined; ``None`` for gates."""
+    score: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Machine-readable evidence (per-test outcomes, per-function metrics, timing samples...)."""
+    messages: list[str] = Field(default_factory=list)
+    """Human-readable explanations, one finding each."""
+    reason_codes: list[str] = Field(default_factory=list)
+    """Machine-readable codes of what went wrong, e.g. ``fail-to-pass-failing``."""
+
+    def short(self) -> str:
+        mark = "✓" if self.passed else "✗"
+        gate = "(gate)" if self.role == "gate" else ""
+        return f"{self.name}={self.score:.2f}{mark}{gate}"
+
+
+class GradeResult(BaseModel):
+    """The whole verdict on one submission."""
+
+    task_id: str
+    submission_id: str
+    status: Status
+    """``graded``, or ``inconclusive`` when the environment rather than the patch failed."""
+    score: float | None
+    """Weighted score in [0, 1]; ``None`` when inconclusive."""
+    passed: bool
+    decision: Decision
+    reason_codes: list[str] = Field(default_factory=list)
+    components: list[GradeComponent] = Field(default_factory=list)
+    files_changed: list[str] = Field(default_factory=list)
+    lines_added: int = 0
+    lines_removed: int = 0
+    patch: str = ""
+    """The unified diff that was graded."""
+    messages: list[str] = Field(default_factory=list)
+    """Result-level messages (why a grade is inconclusive, why a patch was refused)."""
+    profile: str = "default"
+    dimensions: dict[str, float | None] = Field(default_factory=dict)
+    """Dimension scores from the profile; ``None`` where evidence is missing."""
+    environment: EnvironmentFingerprint | None = None
+    gradeflow_version: str = ""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds spent in each step."""
+
+    def component(self, name: str) -> GradeComponent:
+        """The component called ``name``; ``KeyError`` when the grade has none."""
+        for component in self.components:
+            if component.name == name:
+                return component
+        raise KeyError(f"no component named {name!r} (have: {', '.join(c.name for c in self.components)})")
+
+    def summary(self) -> str:
+        """One line, e.g. ``PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)``."""
+        if self.status == "inconclusive":
+            return f"INCONCLUSIVE ({', '.join(self.reason_codes) or 'unknown'})"
+        head = "PASS" if self.passed else "FAIL"
+        parts = ", ".join(c.short() for c in self.components)
+        return f"{head} {self.score or 0.0:.3f} ({parts})"
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code: 0 passed, 1 graded and not passed, 3 inconclusive."""
+        if self.status == "inconclusive":
+            return 3
+        return 0 if self.passed else 1
+
+    @model_serializer(mode="wrap")
+    def _with_summary(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data["summary"] = self.summary()
+        return data

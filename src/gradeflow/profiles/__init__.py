@@ -1,0 +1,1 @@
+"""Grading policies shipped as YAML data; see :mod:`gradeflow.policy`."""

@@ -1,0 +1,91 @@
+"""An in-package fake sandbox for tests, in the spirit of httpx's ``MockTransport``.
+
+A handler receives each :class:`FakeCall` and answers with a :class:`CommandResult`; it may read the
+workspace and write files (a JUnit report) into ``call.output_dir`` first. Nothing is executed.
+
+    def handler(call: FakeCall) -> CommandResult:
+        call.write_output("junit.xml", junit_xml)
+        return call.result(exit_code=0)
+
+    factory = FakeSandboxFactory(handler)
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from gradeflow.sandbox.base import CommandResult, Sandbox, SandboxDescription, SandboxFactory
+
+__all__ = ["FakeCall", "FakeSandbox", "FakeSandboxFactory"]
+
+
+@dataclass
+class FakeCall:
+    """One command the fake was asked to run."""
+
+    command: str
+    env: dict[str, str]
+    timeout: float
+    workspace: Path
+    output_dir: Path
+
+    def read(self, path: str) -> str:
+        """A workspace file's text, or ``""`` when absent."""
+        target = self.workspace / path
+        return target.read_text() if target.is_file() else ""
+
+    def write_output(self, name: str, content: str | bytes) -> None:
+        data = content.encode() if isinstance(content, str) else content
+        (self.output_dir / name).write_bytes(data)
+
+    def result(self, exit_code: int | None = 0, **fields: object) -> CommandResult:
+        return CommandResult.model_validate({"command": self.command, "exit_code": exit_code, **fields})
+
+
+Handler = Callable[[FakeCall], CommandResult]
+
+
+class FakeSandbox(Sandbox):
+    def __init__(self, host_workspace: Path, handler: Handler, calls: list[FakeCall]) -> None:
+        self._scratch = Path(tempfile.mkdtemp(prefix="gradeflow-fake-"))
+        self._handler = handler
+        self._calls = calls
+        self.workspace = str(host_workspace)
+        self.output_dir = str(self._scratch)
+
+    def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
+        call = FakeCall(command, dict(env), timeout, Path(self.workspace), self._scratch)
+        self._calls.append(call)
+        return self._handler(call)
+
+    def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
+        path = self._scratch / name
+        if not path.is_file():
+            return None
+        if path.stat().st_size > max_bytes:
+            raise ValueError(f"{name} is over the {max_bytes}-byte cap")
+        return path.read_bytes(), path.stat().st_mtime
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+@dataclass
+class FakeSandboxFactory(SandboxFactory):
+    """Opens :class:`FakeSandbox` instances sharing one handler; records every call in ``calls``."""
+
+    handler: Handler
+    description: SandboxDescription = field(default_factory=lambda: SandboxDescription(sandbox="fake"))
+    calls: list[FakeCall] = field(default_factory=list)
+    kind: ClassVar[str] = "fake"
+
+    def open(self, host_workspace: Path) -> FakeSandbox:
+        return FakeSandbox(host_workspace, self.handler, self.calls)
+
+    def describe(self) -> SandboxDescription:
+        return self.description

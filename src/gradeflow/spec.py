@@ -1,0 +1,56 @@
+"""Loading task specs from YAML, with one-line errors that name the file and the key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from gradeflow.errors import SpecError
+from gradeflow.models import TaskSpec
+
+__all__ = ["load_task", "load_yaml", "validation_message"]
+
+
+def load_yaml(path: Path, what: str) -> Any:
+    """Parsed YAML of ``path``; ``SpecError`` when it is missing or not YAML."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError(f"{path}: {what} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read {what}: {exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+
+
+def validation_message(exc: ValidationError, where: str) -> str:
+    """The first validation problem as ``where: key.path: message``."""
+    error = exc.errors()[0]
+    key = ".".join(str(p) for p in error["loc"]) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        return f"{where}: unknown key {key!r}"
+    if error["type"] == "missing":
+        return f"{where}: missing required key {key!r}"
+    message = error["msg"].removeprefix("Value error, ")
+    more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+    return f"{where}: {key}: {message}{more}"
+
+
+def load_task(path: str | Path) -> TaskSpec:
+    """Read and validate a task spec; relative paths resolve against its folder. ``SpecError`` on any problem."""
+    file = Path(path)
+    data = load_yaml(file, "task spec")
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}: a task spec is a YAML mapping, got {type(data).__name__}")
+    try:
+        return TaskSpec.model_validate(data, context={"base_dir": file.resolve().parent})
+    except ValidationError as exc:
+        raise SpecError(validation_message(exc, str(file))) from None

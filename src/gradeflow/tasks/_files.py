@@ -1,0 +1,92 @@
+"""Host-side file helpers for the private workspace: a read-only view, restores, hidden-test injection."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradeflow.globs import matches_any
+from gradeflow.graders.base import WorkspaceView
+from gradeflow.models import ChangedFile
+
+__all__ = ["HostWorkspace", "inject_tree", "list_files", "remove_injected", "restore_from"]
+
+MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class HostWorkspace(WorkspaceView):
+    """Read-only view of a private workspace folder; reads never follow a link out of it."""
+
+    root: Path
+    changes: list[ChangedFile] = field(default_factory=list)  # type: ignore[assignment]
+    patch: str = ""
+    added: dict[str, list[str]] = field(default_factory=dict)
+
+    def read(self, path: str) -> str:
+        target = (self.root / path).resolve()
+        if not target.is_relative_to(self.root.resolve()) or not target.is_file():
+            raise FileNotFoundError(path)
+        if target.stat().st_size > MAX_READ_BYTES:
+            raise FileNotFoundError(f"{path} is larger than {MAX_READ_BYTES} bytes")
+        return target.read_text(encoding="utf-8", errors="replace")
+
+    def added_lines(self, path: str) -> list[str]:
+        return self.added.get(path, [])
+
+
+def list_files(root: Path, globs: list[str]) -> list[str]:
+    """Repository-relative paths of regular files under ``root`` matching ``globs`` (no links, no .git)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
+        for name in sorted(files):
+            full = Path(folder) / name
+            rel = full.relative_to(root).as_posix()
+            if not full.is_symlink() and matches_any(rel, globs):
+                found.append(rel)
+    return found
+
+
+def restore_from(pristine: Path, workspace: Path, paths: list[str]) -> list[str]:
+    """Put ``paths`` back as they are in ``pristine`` (removing those the base lacks); returns those changed."""
+    restored = []
+    for rel in paths:
+        source, target = pristine / rel, workspace / rel
+        if target.is_symlink() or target.exists():
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+            restored.append(rel)
+        if source.is_file() and not source.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+            if rel not in restored:
+                restored.append(rel)
+    return restored
+
+
+def inject_tree(source: Path, workspace: Path, backup: Path) -> list[str]:
+    """Copy ``source`` over the workspace, saving files it overwrites under ``backup``; returns the paths."""
+    injected = list_files(source, ["**"])
+    for rel in injected:
+        target = workspace / rel
+        if target.is_symlink() or target.is_dir():
+            raise FileExistsError(f"hidden test {rel} would overwrite a link or folder of the submission")
+        if target.exists():
+            (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(target, backup / rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / rel, target)
+    return injected
+
+
+def remove_injected(workspace: Path, injected: list[str], backup: Path) -> None:
+    """Undo :func:`inject_tree`: remove the injected files and put the originals back."""
+    for rel in injected:
+        (workspace / rel).unlink(missing_ok=True)
+        if (backup / rel).exists():
+            shutil.move(backup / rel, workspace / rel)

@@ -1,0 +1,96 @@
+"""Finding and materializing the pristine base: a git commit, a plain folder, or a .tar.gz."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from gradeflow.errors import BaselineBroken, InfraError, SpecError
+from gradeflow.models import TaskSpec
+from gradeflow.tasks._git import git, init_snapshot_repo
+
+__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base"]
+
+_SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+
+
+class BaseRef(BaseModel):
+    """Where the base comes from and which exact content it is."""
+
+    kind: Literal["git", "folder", "archive"]
+    location: str
+    revision: str
+    """Full commit id, or the content hash of a folder or archive."""
+
+
+def resolve_base(task: TaskSpec) -> BaseRef:
+    """Pin the task's base; ``SpecError`` when the repository or revision does not exist."""
+    location = task.repo
+    if "://" in location or location.startswith("git@"):
+        raise InfraError(f"repo {location}: remote repositories must be cloned first (no network here)",
+                         reason_code="baseline-broken")
+    path = Path(location)
+    if not path.exists():
+        raise SpecError(f"repo: {location} does not exist (task {task.task_id})")
+    if path.is_file() and location.endswith((".tar.gz", ".tgz")):
+        return BaseRef(kind="archive", location=location, revision=_file_hash(path))
+    if (path / ".git").exists() or task.base_revision:
+        return BaseRef(kind="git", location=location, revision=_git_revision(path, task))
+    return BaseRef(kind="folder", location=location, revision=_folder_hash(path))
+
+
+def _git_revision(path: Path, task: TaskSpec) -> str:
+    if not task.base_revision:
+        raise SpecError(f"base_revision: required for the git repository {path} (task {task.task_id})")
+    proc = git(path, "rev-parse", "--verify", "--quiet", f"{task.base_revision}^{{commit}}", check=False)
+    if proc.returncode != 0:
+        raise SpecError(f"base_revision: {task.base_revision} not found in {path} (task {task.task_id})")
+    return proc.stdout.decode().strip()
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:40]
+
+
+def _folder_hash(root: Path) -> str:
+    digest = hashlib.sha256()
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP)
+        for name in sorted(files):
+            if name.endswith(".pyc"):
+                continue
+            full = Path(folder) / name
+            digest.update(str(full.relative_to(root)).encode() + b"\0")
+            digest.update(os.readlink(full).encode() if full.is_symlink() else full.read_bytes())
+    return digest.hexdigest()[:40]
+
+
+def copy_tree(source: Path, dest: Path) -> None:
+    """Copy a folder keeping symlinks as links and skipping VCS and cache folders."""
+    shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True,
+                    ignore=lambda _d, names: [n for n in names if n in _SKIP or n.endswith(".pyc")])
+
+
+def materialize(base: BaseRef, dest: Path) -> None:
+    """Write the base's content into the empty folder ``dest`` and commit it as a one-commit repo."""
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        if base.kind == "folder":
+            copy_tree(Path(base.location), dest)
+        elif base.kind == "archive":
+            with tarfile.open(base.location) as archive:
+                archive.extractall(dest, filter="data")
+        else:
+            data = git(Path(base.location), "archive", "--format=tar", base.revision).stdout
+            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+                archive.extractall(dest, filter="data")
+    except (OSError, tarfile.TarError, InfraError) as exc:
+        raise BaselineBroken(f"cannot materialize {base.location}@{base.revision[:12]}: {exc}") from exc
+    init_snapshot_repo(dest)

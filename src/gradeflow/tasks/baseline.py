@@ -1,0 +1,102 @@
+"""Task: the pristine baseline, materialized once per task and environment and cached across runs.
+
+The cached value points at a folder under ``$GRADEFLOW_HOME/baselines``; the baseline's health (setup
+and one test run on the pristine base, hidden tests included) is checked when it is built. A broken
+baseline raises, so nothing inconclusive is ever cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from pydantic import BaseModel
+
+from gradeflow.config import cache_dir
+from gradeflow.errors import BaselineBroken
+from gradeflow.evidence import TestRunEvidence
+from gradeflow.models import EnvironmentFingerprint, TaskSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks._files import inject_tree
+from gradeflow.tasks._repo import BaseRef, materialize
+from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._testrun import require_report, run_setup, run_test_command
+
+__all__ = [
+    "Baseline", "base_test_run", "baseline_key", "ensure_pristine", "prepare_baseline", "working_copy",
+]
+
+
+class Baseline(BaseModel):
+    """A healthy pristine base: where it lives and how its tests behave."""
+
+    base: BaseRef
+    key: str
+    pristine: Path
+    """One-commit repository of the base content; never modified after it is built."""
+    tests: TestRunEvidence
+    """The test command on the pristine base with hidden tests injected."""
+
+
+def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
+    """Task id, base revision, environment and gradeflow version (and the spec's own hash)."""
+    digest = hashlib.sha256(f"{fingerprint.key()}|{task_spec.spec_hash()}".encode()).hexdigest()[:16]
+    return f"{task_spec.task_id}-{base.revision[:12]}-{digest}"
+
+
+def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
+    del context
+    return "baseline-" + baseline_key(parameters["task_spec"], parameters["base"], parameters["fingerprint"])
+
+
+def ensure_pristine(base: BaseRef, key: str) -> Path:
+    """The pristine folder for ``key``, rebuilt when a cleaned cache lost it."""
+    folder = cache_dir() / "baselines" / key / "repo"
+    if not (folder / ".git").is_dir():
+        staging = Path(tempfile.mkdtemp(prefix="staging-", dir=cache_dir()))
+        materialize(base, staging / "repo")
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(folder, ignore_errors=True)
+        (staging / "repo").rename(folder)
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def working_copy(pristine: Path) -> Path:
+    """A private, disposable copy of the pristine repository (git metadata included)."""
+    root = Path(tempfile.mkdtemp(prefix="gradeflow-ws-"))
+    shutil.copytree(pristine, root / "repo", symlinks=True)
+    return root / "repo"
+
+
+@task(name="baseline", cache_key_fn=_cache_key, persist_result=True, retries=INFRA_RETRIES,
+      retry_delay_seconds=1, retry_condition_fn=retry_on_infra)
+def prepare_baseline(
+    task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint, sandboxes: SandboxFactory
+) -> Baseline:
+    """Materialize and health-check the pristine base; ``BaselineBroken`` when it is not healthy."""
+    key = baseline_key(task_spec, base, fingerprint)
+    pristine = ensure_pristine(base, key)
+    return Baseline(base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes))
+
+
+def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory) -> TestRunEvidence:
+    """Set up and test a throwaway copy of the pristine base (hidden tests injected)."""
+    workspace = working_copy(pristine)
+    try:
+        if task_spec.tests.hidden:
+            inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
+        with sandboxes.open(workspace) as sandbox:
+            setup = run_setup(task_spec, sandbox)
+            if setup is not None and not setup.ok:
+                raise BaselineBroken(
+                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code}): "
+                    f"{(setup.stdout + setup.stderr)[-300:]!r}", reason_code="setup-failed")
+            return require_report(run_test_command(task_spec, sandbox), f"task {task_spec.task_id} base")
+    finally:
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+

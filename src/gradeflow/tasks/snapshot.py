@@ -1,0 +1,61 @@
+"""Task: the submission as a private workspace plus the graded patch and what it changes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from gradeflow.errors import SubmissionError
+from gradeflow.models import ChangedFile, Submission, TaskSpec
+from gradeflow.tasks._files import HostWorkspace
+from gradeflow.tasks._patching import added_lines, apply_patch, changed_files, graded_patch, stage_checkout
+from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
+
+__all__ = ["Snapshot", "discard", "take_snapshot"]
+
+
+class Snapshot(BaseModel):
+    """The graded workspace and the patch that made it, or why the submission was refused."""
+
+    workspace: Path | None
+    """Private copy of base + patch; ``None`` when the submission was refused."""
+    patch: str = ""
+    changes: list[ChangedFile] = Field(default_factory=list)
+    added: dict[str, list[str]] = Field(default_factory=dict)
+    refusal: str | None = None
+    """Reason code when the patch could not be graded (``patch-does-not-apply``, ``path-escape``)."""
+    message: str = ""
+
+    def view(self) -> HostWorkspace:
+        """A read-only view for the graders."""
+        if self.workspace is None:
+            raise ValueError("a refused submission has no workspace")
+        return HostWorkspace(root=self.workspace, changes=self.changes, patch=self.patch, added=self.added)
+
+
+@task(name="snapshot", cache_policy=NO_CACHE)
+def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baseline) -> Snapshot:
+    """Apply the diff to (or diff the checkout against) a fresh copy of the pristine base."""
+    del task_spec
+    workspace = working_copy(ensure_pristine(baseline.base, baseline.key))
+    try:
+        if submission.patch is not None:
+            apply_patch(workspace, submission.patch)
+        else:
+            assert submission.workspace is not None
+            stage_checkout(workspace, submission.workspace)
+    except SubmissionError as exc:
+        discard(workspace)
+        return Snapshot(workspace=None, patch=submission.patch or "", refusal=exc.reason_code, message=str(exc))
+    patch = graded_patch(workspace)
+    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch))
+
+
+def discard(workspace: Path | None) -> None:
+    """Remove a private workspace (and the temporary folder around it)."""
+    if workspace is not None:
+        shutil.rmtree(workspace.parent, ignore_errors=True)

@@ -1,0 +1,491 @@
+"""Tests for gradeflow.junit: real pytest reports, other runners' reports, and hostile input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from gradeflow.evidence import TestCaseResult
+from gradeflow.junit import (
+    MAX_JUNIT_BYTES,
+    MESSAGE_CHARS,
+    JUnitError,
+    _NoDoctypeBuilder,
+    outcomes_for,
+    parse_junit,
+)
+
+PYTEST_9 = int(pytest.__version__.split(".")[0]) >= 9
+
+GENERATED_MODULE = """
+import unittest
+import pytest
+
+@pytest.mark.parametrize(
+    "v",
+    ["a-1", "x::y", "path/with.dots", "ünïcode", " spaced ", "br[ack]et", "["],
+    ids=lambda v: v,
+)
+def test_param(v):
+    assert v != "x::y"
+
+@pytest.mark.parametrize("v", [pytest.param(1, id="x::y/z.w")])
+def test_z(v):
+    pass
+
+def test_ünï():
+    pass
+
+class TestOuter:
+    class TestInner:
+        def test_nested(self):
+            pass
+
+    def test_method(self):
+        pass
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture boom\\nsecond line")
+
+def test_fixture_error(broken):
+    pass
+
+def test_fails():
+    assert 1 == 2, "one is not two"
+
+def test_skipped():
+    pytest.skip("not today")
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert False
+
+@pytest.fixture
+def bad_teardown():
+    yield
+    raise RuntimeError("teardown boom")
+
+def test_fail_and_teardown_error(bad_teardown):
+    assert False
+
+def test_pass_and_teardown_error(bad_teardown):
+    pass
+
+class TestUnit(unittest.TestCase):
+    def test_ok(self):
+        self.assertTrue(True)
+
+    @unittest.skip("unittest skip")
+    def test_unit_skip(self):
+        pass
+
+    def test_sub(self):
+        for i in range(3):
+            with self.subTest(i=i):
+                self.assertNotEqual(i, 1)
+
+    def test_sub_pass(self):
+        for i in range(2):
+            with self.subTest(i=i):
+                pass
+"""
+
+SUBTESTS_FIXTURE_TEST = """
+def test_subtests_fixture(subtests):
+    for i in range(3):
+        with subtests.test(msg="st", i=i):
+            assert i != 2
+"""
+
+M = "tests/sub/test_gen.py"
+C = "tests.sub.test_gen"
+# (pytest node id, JUnit classname::name spelling, outcome)
+PYTEST_CASES = [
+    (f"{M}::test_param[a-1]", f"{C}::test_param[a-1]", "passed"),
+    (f"{M}::test_param[x::y]", f"{C}::test_param[x::y]", "failed"),
+    (f"{M}::test_param[path/with.dots]", f"{C}::test_param[path/with.dots]", "passed"),
+    # pytest ascii-escapes non-ASCII parameter ids: the id holds a literal backslash-x.
+    (f"{M}::test_param[\\xfcn\\xefcode]", f"{C}::test_param[\\xfcn\\xefcode]", "passed"),
+    # ... yet an id spelled with the unicode itself still finds it.
+    (f"{M}::test_param[ünïcode]", f"{C}::test_param[ünïcode]", "passed"),
+    (f"{M}::test_param[ spaced ]", f"{C}::test_param[ spaced ]", "passed"),
+    (f"{M}::test_param[br[ack]et]", f"{C}::test_param[br[ack]et]", "passed"),
+    (f"{M}::test_param[[]", f"{C}::test_param[[]", "passed"),
+    (f"{M}::test_z[x::y/z.w]", f"{C}::test_z[x::y/z.w]", "passed"),
+    (f"{M}::test_ünï", f"{C}::test_ünï", "passed"),
+    (f"{M}::TestOuter::TestInner::test_nested", f"{C}.TestOuter.TestInner::test_nested", "passed"),
+    (f"{M}::TestOuter::test_method", f"{C}.TestOuter::test_method", "passed"),
+    (f"{M}::test_fixture_error", f"{C}::test_fixture_error", "error"),
+    (f"{M}::test_fails", f"{C}::test_fails", "failed"),
+    (f"{M}::test_skipped", f"{C}::test_skipped", "skipped"),
+    (f"{M}::test_xfail", f"{C}::test_xfail", "skipped"),
+    # pytest writes two testcases here: one <failure>, then one <error> for the teardown.
+    (f"{M}::test_fail_and_teardown_error", f"{C}::test_fail_and_teardown_error", "error"),
+    (f"{M}::test_pass_and_teardown_error", f"{C}::test_pass_and_teardown_error", "error"),
+    (f"{M}::TestUnit::test_ok", f"{C}.TestUnit::test_ok", "passed"),
+    (f"{M}::TestUnit::test_unit_skip", f"{C}.TestUnit::test_unit_skip", "skipped"),
+    (f"{M}::TestUnit::test_sub", f"{C}.TestUnit::test_sub", "failed"),
+    (f"{M}::TestUnit::test_sub_pass", f"{C}.TestUnit::test_sub_pass", "passed"),
+    (f"{M}::test_not_there", f"{C}::test_not_there", "missing"),
+    (f"{M}::TestOuter::test_nested", f"{C}.TestOuter::test_nested", "missing"),
+]
+if PYTEST_9:
+    PYTEST_CASES.append((f"{M}::test_subtests_fixture", f"{C}::test_subtests_fixture", "failed"))
+
+
+@pytest.fixture(scope="module", params=["xunit2", "xunit1"])
+def pytest_report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A JUnit report written by a real pytest run over GENERATED_MODULE."""
+    root = tmp_path_factory.mktemp(f"gen-{request.param}")
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    (root / "tests" / "sub").mkdir(parents=True)
+    source = GENERATED_MODULE + (SUBTESTS_FIXTURE_TEST if PYTEST_9 else "")
+    (root / M).write_text(source, encoding="utf-8")
+    xml = root / "report.xml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--junitxml={xml}"]
+    command += ["-o", f"junit_family={request.param}", "tests"]
+    run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    return xml.read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("node_id", "junit_id", "outcome"), PYTEST_CASES)
+def test_real_pytest_report_both_spellings(
+    pytest_report: bytes, node_id: str, junit_id: str, outcome: str
+) -> None:
+    cases = parse_junit(pytest_report)
+    assert outcomes_for([node_id, junit_id], cases) == {node_id: outcome, junit_id: outcome}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "outcome", "message"),
+    [
+        ("test_fails", "failed", "AssertionError: one is not two"),
+        ("test_fixture_error", "error", 'failed on setup with "RuntimeError: fixture boom'),
+        ("test_skipped", "skipped", "not today"),
+        ("test_xfail", "skipped", "known"),
+        ("test_param[a-1]", "passed", ""),
+    ],
+)
+def test_real_pytest_report_messages(pytest_report: bytes, name: str, outcome: str, message: str) -> None:
+    (case,) = [case for case in parse_junit(pytest_report) if case.name == name]
+    assert (case.classname, case.outcome, case.message) == (C, outcome, message)
+
+
+@pytest.mark.slow
+def test_real_pytest_report_file_attribute(pytest_report: bytes) -> None:
+    files = {case.file for case in parse_junit(pytest_report)}
+    assert files in ({None}, {M})  # only the xunit1 family writes file=
+
+
+SUREFIRE = b"""<?xml version="1.0" encoding="UTF-8"?>
+<testsuite xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
+    xsi:noNamespaceSchemaLocation="https://maven.apache.org/surefire/maven-surefire-plugin/xsd/surefire-test-report.xsd"
+    name="com.acme.CalcTest" time="0.05" tests="5" errors="1" skipped="1" failures="1">
+  <properties><property name="java.version" value="17"/></properties>
+  <testcase name="testAdd" classname="com.acme.CalcTest" time="0.001"/>
+  <testcase name="testDivide" classname="com.acme.CalcTest" time="0.002">
+    <failure message="expected: &lt;2&gt; but was: &lt;3&gt;"
+        type="org.opentest4j.AssertionFailedError"><![CDATA[
+org.opentest4j.AssertionFailedError: expected: <2> but was: <3>
+<!DOCTYPE html> <!ENTITY quoted in output>
+]]></failure>
+  </testcase>
+  <testcase name="testBoom" classname="com.acme.CalcTest"><error type="java.lang.IllegalStateException">
+java.lang.IllegalStateException: boom
+	at com.acme.CalcTest.testBoom(CalcTest.java:20)</error></testcase>
+  <testcase name="testLater" classname="com.acme.CalcTest"><skipped message="disabled"/></testcase>
+  <testcase name="testFlaky" classname="com.acme.CalcTest">
+    <flakyFailure message="first try" type="X"/></testcase>
+  <system-out><![CDATA[log line]]></system-out>
+</testsuite>
+"""
+
+GO_JUNIT_REPORT = b"""<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="3" failures="1">
+\t<testsuite name="github.com/acme/calc" tests="3" failures="1" errors="0" id="0" time="0.010">
+\t\t<properties><property name="go.version" value="go1.22.0"></property></properties>
+\t\t<testcase name="TestAdd" classname="github.com/acme/calc" time="0.000"></testcase>
+\t\t<testcase name="TestDivide/by_zero" classname="github.com/acme/calc" time="0.000">
+\t\t\t<failure message="Failed"><![CDATA[    calc_test.go:20: want error]]></failure>
+\t\t</testcase>
+\t\t<testcase name="TestSkip" classname="github.com/acme/calc" time="0.000">
+\t\t\t<skipped message="calc_test.go:30: later"></skipped>
+\t\t</testcase>
+\t</testsuite>
+</testsuites>
+"""
+
+JEST_JUNIT = b"""<?xml version="1.0" encoding="UTF-8"?>
+<testsuites name="jest tests" tests="2" failures="1" errors="0" time="1.2">
+  <testsuite name="Calc" errors="0" failures="1" skipped="0" time="0.5" tests="2">
+    <testcase classname="Calc divides numbers" name="Calc divides numbers" time="0.002"></testcase>
+    <testcase classname="Calc handles a::b [edge] case" name="Calc handles a::b [edge] case" time="0.001">
+      <failure>Error: expect(received).toBe(expected)
+
+Expected: 2</failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+"""
+
+NESTED = b"""<testsuites><testsuite name="outer">
+  <testsuite name="inner">
+    <testcase classname="a.b" name="t1"/>
+    <testsuite name="deeper"><testcase classname="a.c" name="t2"><failure message="x"/></testcase></testsuite>
+  </testsuite>
+  <testcase classname="a.b" name="t0"/>
+</testsuite><testcase classname="a.d" name="loose"/></testsuites>"""
+
+
+@pytest.mark.parametrize(
+    ("report", "test_id", "outcome", "message"),
+    [
+        (SUREFIRE, "com.acme.CalcTest::testAdd", "passed", ""),
+        (SUREFIRE, "com.acme.CalcTest::testDivide", "failed", "expected: <2> but was: <3>"),
+        (SUREFIRE, "com.acme.CalcTest::testBoom", "error", "java.lang.IllegalStateException: boom"),
+        (SUREFIRE, "com.acme.CalcTest::testLater", "skipped", "disabled"),
+        (SUREFIRE, "com.acme.CalcTest::testFlaky", "passed", ""),
+        (SUREFIRE, "com.acme.CalcTest::testMissing", "missing", None),
+        (GO_JUNIT_REPORT, "github.com/acme/calc::TestAdd", "passed", ""),
+        (GO_JUNIT_REPORT, "github.com/acme/calc::TestDivide/by_zero", "failed", "Failed"),
+        (GO_JUNIT_REPORT, "github.com/acme/calc::TestSkip", "skipped", "calc_test.go:30: later"),
+        (JEST_JUNIT, "Calc divides numbers::Calc divides numbers", "passed", ""),
+        (
+            JEST_JUNIT,
+            "Calc handles a::b [edge] case::Calc handles a::b [edge] case",
+            "failed",
+            "Error: expect(received).toBe(expected)",
+        ),
+        (NESTED, "a.b::t0", "passed", ""),
+        (NESTED, "a.b::t1", "passed", ""),
+        (NESTED, "a.c::t2", "failed", "x"),
+        (NESTED, "a.d::loose", "passed", ""),
+        (NESTED, "a.b::t2", "missing", None),
+    ],
+)
+def test_other_runners(report: bytes, test_id: str, outcome: str, message: str | None) -> None:
+    cases = parse_junit(report)
+    assert outcomes_for([test_id], cases) == {test_id: outcome}
+    if message is not None:
+        (case,) = [case for case in cases if f"{case.classname}::{case.name}" == test_id]
+        assert case.message == message
+
+
+def case(classname: str, name: str, outcome: str = "passed", file: str | None = None) -> TestCaseResult:
+    return TestCaseResult.model_validate(
+        {"classname": classname, "name": name, "outcome": outcome, "file": file}
+    )
+
+
+@pytest.mark.parametrize(
+    ("cases", "test_id", "outcome"),
+    [
+        # rootdir added a prefix to the classname
+        ([case("src.tests.test_x", "test_a")], "tests/test_x.py::test_a", "passed"),
+        # pytest ran from inside tests/: the classname lost a prefix
+        ([case("sub.test_gen", "test_a", "failed")], "tests/sub/test_gen.py::test_a", "failed"),
+        ([case("sub.test_gen.TestK", "test_a")], "tests/sub/test_gen.py::TestK::test_a", "passed"),
+        # a prefix fallback that is not unique matches nothing
+        (
+            [case("a.tests.test_x", "test_a"), case("b.tests.test_x", "test_a")],
+            "tests/test_x.py::test_a",
+            "missing",
+        ),
+        # an exact match beats a prefix match
+        (
+            [case("tests.test_x", "test_a"), case("src.tests.test_x", "test_a", "failed")],
+            "tests/test_x.py::test_a",
+            "passed",
+        ),
+        # suffixes are whole dotted parts
+        ([case("atest_x", "test_a")], "test_x::test_a", "missing"),
+        ([case("tests.test_x", "test_a")], "tests/test_x.py::test_b", "missing"),
+        # the file attribute, for runners whose classname is not the module path
+        ([case("weird", "test_a", "failed", "tests/test_x.py")], "tests/test_x.py::test_a", "failed"),
+        (
+            [case("Odd.TestK", "test_a", "error", "./tests/test_x.py")],
+            "tests/test_x.py::TestK::test_a",
+            "error",
+        ),
+        (
+            [case("Odd.TestK", "test_a", "error", "tests/test_x.py")],
+            "tests/test_x.py::TestJ::test_a",
+            "missing",
+        ),
+        ([case("weird", "test_a", "passed", "tests/test_y.py")], "tests/test_x.py::test_a", "missing"),
+        # Windows separators and ./ in the id's path
+        ([case("tests.test_x", "test_a")], "tests\\test_x.py::test_a", "passed"),
+        ([case("tests.test_x", "test_a")], "./tests/test_x.py::test_a", "passed"),
+        # brackets: `::` and `.py` inside a parameter id belong to the name
+        ([case("tests.test_x", "t[a.py::b]")], "tests/test_x.py::t[a.py::b]", "passed"),
+        ([case("tests.test_x.TestK", "t[a::b]")], "tests.test_x.TestK::t[a::b]", "passed"),
+        ([case("tests.test_x.TestK", "t[a::b]")], "tests.test_x::TestK::t[a::b]", "passed"),
+        # a bare name matches only a testcase without classname
+        ([case("", "TestAdd")], "TestAdd", "passed"),
+        ([case("calc", "TestAdd")], "TestAdd", "missing"),
+        ([], "tests/test_x.py::test_a", "missing"),
+    ],
+)
+def test_matching(cases: list[TestCaseResult], test_id: str, outcome: str) -> None:
+    assert outcomes_for([test_id], cases) == {test_id: outcome}
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "aggregate"),
+    [
+        (["passed", "passed"], "passed"),
+        (["passed", "failed"], "failed"),
+        (["failed", "error"], "error"),
+        (["error", "passed"], "error"),
+        (["passed", "skipped"], "passed"),
+        (["skipped", "failed"], "failed"),
+        (["skipped", "skipped"], "skipped"),
+    ],
+)
+def test_duplicates_aggregate_worst_outcome(outcomes: list[str], aggregate: str) -> None:
+    cases = [case("tests.test_x.TestK", "test_sub", outcome) for outcome in outcomes]
+    for test_id in ["tests/test_x.py::TestK::test_sub", "tests.test_x.TestK::test_sub"]:
+        assert outcomes_for([test_id], cases) == {test_id: aggregate}
+
+
+def test_outcomes_for_keeps_every_id() -> None:
+    cases = [case("m", "a"), case("m", "b", "failed")]
+    assert outcomes_for(["m::a", "m::b", "m::c", "m::a"], cases) == {
+        "m::a": "passed",
+        "m::b": "failed",
+        "m::c": "missing",
+    }
+
+
+def billion_laughs(encoding: str = "utf-8") -> bytes:
+    levels = "".join(f'<!ENTITY l{i} "{f"&l{i - 1};" * 10}">' for i in range(1, 10))
+    text = f"""<?xml version="1.0" encoding="{encoding}"?>
+<!DOCTYPE lolz [<!ENTITY l0 "lol">{levels}]>
+<testsuites><testsuite><testcase name="&l9;" classname="x"/></testsuite></testsuites>"""
+    return text.encode(encoding)
+
+
+BEFORE_PARSING = "DOCTYPE or ENTITY declaration; refused before parsing"
+CASE = b'<testsuite><testcase classname="c" name="n"/></testsuite>'
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        (billion_laughs(), BEFORE_PARSING),
+        (billion_laughs("utf-16"), BEFORE_PARSING),
+        (billion_laughs("utf-16-le"), BEFORE_PARSING),
+        (billion_laughs("utf-16-be"), BEFORE_PARSING),
+        # expat takes a NUL in the first two bytes for UTF-16 without a BOM
+        ((" " + billion_laughs("utf-8").decode().split("?>", 1)[1]).encode("utf-16-le"), BEFORE_PARSING),
+        (("\n" + billion_laughs("utf-8").decode().split("?>", 1)[1]).encode("utf-16-be"), BEFORE_PARSING),
+        (b"\xef\xbb\xbf" + billion_laughs(), BEFORE_PARSING),
+        (b'<!-- <a> --><?pi <b>?>\n<!DOCTYPE x [<!ENTITY e "e">]>' + CASE, BEFORE_PARSING),
+        (
+            b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
+            b'<testsuite><testcase name="&e;"/></testsuite>',
+            BEFORE_PARSING,
+        ),
+        (b'<!DOCTYPE x [<!ENTITY % p SYSTEM "http://127.0.0.1:9/p.dtd"> %p;]>' + CASE, BEFORE_PARSING),
+        (b'<!DOCTYPE testsuite SYSTEM "http://127.0.0.1:9/junit.dtd">' + CASE, BEFORE_PARSING),
+        (b"<!doctype testsuite>" + CASE, BEFORE_PARSING),
+        (b'<!ENTITY e "e">' + CASE, BEFORE_PARSING),
+        (b"", "empty"),
+        (b" \n\t ", "empty"),
+        (b"<testsuites><testsuite><testcase name='x'>", "not well-formed"),
+        (CASE[:-5], "not well-formed"),
+        (CASE + b"<junk/>", "not well-formed"),
+        (b"\x00\xffgarbage\x00", "not well-formed"),
+        (b"not xml at all", "not well-formed"),
+        (b'<?xml version="1.0" encoding="x-unknown"?>' + CASE, "not well-formed"),
+        (b'<?xml version="1.0" encoding="utf-7"?>' + CASE, "not well-formed"),
+        (b'<?xml version="1.0" encoding="cp037"?>' + CASE, "not well-formed"),
+        (b"<html><body>502 Bad Gateway</body></html>", "root element is <html>"),
+        (b'<testsuites xmlns="urn:x"><testsuite/></testsuites>', "root element is <{urn:x}testsuites>"),
+        (b"<testcase classname='c' name='n'/>", "root element is <testcase>"),
+    ],
+)
+def test_refuses_hostile_or_broken_reports(data: bytes, problem: str) -> None:
+    with pytest.raises(JUnitError) as raised:
+        parse_junit(data)
+    assert problem in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_builder_refuses_a_doctype_the_prefilter_missed() -> None:
+    parser = ET.XMLParser(target=_NoDoctypeBuilder())
+    with pytest.raises(JUnitError, match="DOCTYPE declaration; refused while parsing"):
+        parser.feed(billion_laughs())
+
+
+def test_refuses_oversize_report() -> None:
+    data = b"<testsuite>" + b" " * MAX_JUNIT_BYTES + b"</testsuite>"
+    with pytest.raises(JUnitError, match="limit"):
+        parse_junit(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"<testsuites/>",
+        b'<?xml version="1.0"?><testsuites name="t"><testsuite name="pytest" tests="0"/></testsuites>',
+        b'<testsuite name="x" tests="0"><properties/><system-out>nothing</system-out></testsuite>',
+    ],
+)
+def test_report_without_testcases_is_empty(data: bytes) -> None:
+    assert parse_junit(data) == []
+
+
+ONE_UNICODE_CASE = '<testsuite><testcase classname="ç" name="ünï"/></testsuite>'
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        ('<?xml version="1.0" encoding="utf-16"?>' + ONE_UNICODE_CASE).encode("utf-16"),
+        ('<?xml version="1.0" encoding="iso-8859-1"?>' + ONE_UNICODE_CASE).encode("latin-1"),
+        ('<?xml version="1.0" encoding="windows-1252"?>' + ONE_UNICODE_CASE).encode("cp1252"),
+        ("\ufeff" + ONE_UNICODE_CASE).encode(),
+    ],
+)
+def test_reads_other_encodings(data: bytes) -> None:
+    assert [(c.classname, c.name) for c in parse_junit(data)] == [("ç", "ünï")]
+
+
+def test_deeply_nested_suites_do_not_recurse() -> None:
+    depth = 50_000
+    data = b"<testsuites>" + b"<testsuite>" * depth + CASE + b"</testsuite>" * depth + b"</testsuites>"
+    assert [(c.classname, c.name) for c in parse_junit(data)] == [("c", "n")]
+
+
+@pytest.mark.parametrize(
+    ("result", "outcome", "message"),
+    [
+        ('<failure message="&#10;&#10;  first  &#10;second"/>', "failed", "first"),
+        ('<failure message="raw\nnewlines are spaces"/>', "failed", "raw newlines are spaces"),
+        ('<failure message="">  \ntext line\nmore</failure>', "failed", "text line"),
+        ("<error>" + "x" * 500 + "</error>", "error", "x" * MESSAGE_CHARS),
+        ('<skipped/><failure message="f"/>', "failed", "f"),
+        ('<failure message="f"/><error message="e"/>', "error", "e"),
+        ("<system-out>out</system-out><system-err>err</system-err>", "passed", ""),
+        ('<rerunFailure message="r"/>', "passed", ""),
+    ],
+)
+def test_testcase_outcome_and_message(result: str, outcome: str, message: str) -> None:
+    data = f'<testsuite><testcase classname="c" name="n" file="t.py">{result}</testcase></testsuite>'
+    (parsed,) = parse_junit(data.encode())
+    assert (parsed.outcome, parsed.message, parsed.file) == (outcome, message, "t.py")
+
+
+def test_missing_attributes_become_empty() -> None:
+    (parsed,) = parse_junit(b"<testsuite><testcase/></testsuite>")
+    assert (parsed.classname, parsed.name, parsed.file, parsed.outcome) == ("", "", None, "passed")
