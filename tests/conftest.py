@@ -1,0 +1,50 @@
+"""Shared fixtures: one Prefect test server per session, a private GRADEFLOW_HOME, task-spec builders."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def gradeflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Baselines cached by the tests stay in a temporary folder."""
+    home = tmp_path_factory.mktemp("gradeflow-home")
+    previous = os.environ.get("GRADEFLOW_HOME")
+    os.environ["GRADEFLOW_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("GRADEFLOW_HOME", None)
+    else:
+        os.environ["GRADEFLOW_HOME"] = previous
+
+
+@pytest.fixture(scope="session")
+def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """One Prefect test server for the whole session (it costs several seconds to start)."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    with temporary_settings({PREFECT_HOME: tmp_path_factory.mktemp("prefect-home"),
+                             PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+def make_task(**overrides: Any) -> dict[str, Any]:
+    """A minimal valid task spec as a dict, with ``overrides`` merged at the top level."""
+    spec: dict[str, Any] = {
+        "task_id": "t1",
+        "type": "bugfix",
+        "repo": "/nonexistent",
+        "tests": {"command": "pytest --junitxml={junit}", "fail_to_pass": [], "pass_to_pass": []},
+    }
+    spec.update(overrides)
+    return spec

@@ -1,0 +1,104 @@
+"""TestGrader's scoring table, one row per rule of the grading semantics."""
+
+import pytest
+
+from conftest import make_task
+from gradeflow.evidence import Outcome, TestCaseResult, TestRunEvidence
+from gradeflow.graders import GradingContext, InMemoryWorkspace, TestGrader
+from gradeflow.models import TaskSpec
+
+F1, F2, F3, F4 = (f"tests/test_x.py::test_f{i}" for i in range(1, 5))
+P1, P2 = "tests/test_x.py::test_p1", "tests/test_x.py::TestP::test_p2[a-1]"
+
+
+def _run(outcomes: dict[str, Outcome], **fields: object) -> TestRunEvidence:
+    cases = [TestCaseResult(name=t, outcome=o) for t, o in outcomes.items() if o != "missing"]
+    cases = cases or [TestCaseResult(name="other", outcome="passed")]
+    return TestRunEvidence.model_validate(
+        {"exit_code": 0, "junit_found": True, "cases": cases, "outcomes": outcomes, **fields}
+    )
+
+
+def _grade(tests: dict[str, object], run: TestRunEvidence, base: dict[str, Outcome] | None = None):
+    task = TaskSpec.model_validate(make_task(tests={"command": "pytest --junitxml={junit}", **tests}))
+    baseline = _run(base) if base is not None else None
+    context = GradingContext(task=task, workspace=InMemoryWorkspace(), tests=run, baseline_tests=baseline)
+    return TestGrader().grade(context)
+
+
+@pytest.mark.parametrize(
+    ("spec", "outcomes", "score", "passed", "codes"),
+    [
+        # k of n fail_to_pass with partial credit on
+        ({"fail_to_pass": [F1, F2, F3, F4]}, {F1: "passed", F2: "passed", F3: "passed", F4: "failed"},
+         0.75, False, ["fail-to-pass-failing"]),
+        ({"fail_to_pass": [F1, F2]}, {F1: "passed", F2: "passed"}, 1.0, True, []),
+        # partial credit off: any failing fail_to_pass scores 0
+        ({"fail_to_pass": [F1, F2], "partial_credit": False}, {F1: "passed", F2: "failed"},
+         0.0, False, ["fail-to-pass-failing"]),
+        # a broken pass_to_pass with require_all_pass_to_pass on scores 0
+        ({"fail_to_pass": [F1], "pass_to_pass": [P1, P2], "require_all_pass_to_pass": True},
+         {F1: "passed", P1: "passed", P2: "failed"}, 0.0, False, ["pass-to-pass-broken"]),
+        # ... and with it off, the score shrinks by the broken share
+        ({"fail_to_pass": [F1, F2], "pass_to_pass": [P1, P2]},
+         {F1: "passed", F2: "failed", P1: "passed", P2: "error"}, 0.25, False,
+         ["fail-to-pass-failing", "pass-to-pass-broken"]),
+        # no fail_to_pass declared: 1 when every pass_to_pass passes
+        ({"pass_to_pass": [P1, P2]}, {P1: "passed", P2: "passed"}, 1.0, True, []),
+        ({"pass_to_pass": [P1, P2]}, {P1: "passed", P2: "failed"}, 0.5, False, ["pass-to-pass-broken"]),
+        # a test absent from the report counts as failed
+        ({"fail_to_pass": [F1, F2]}, {F1: "passed", F2: "missing"}, 0.5, False, ["fail-to-pass-failing"]),
+        # a skipped fail_to_pass counts as failed
+        ({"fail_to_pass": [F1]}, {F1: "skipped"}, 0.0, False, ["fail-to-pass-failing"]),
+        # quarantined tests are reported, never scored
+        ({"fail_to_pass": [F1, F2], "quarantine": [F2]}, {F1: "passed", F2: "failed"}, 1.0, True, []),
+    ],
+)
+def test_scoring_table(
+    spec: dict[str, object], outcomes: dict[str, Outcome], score: float, passed: bool, codes: list[str]
+) -> None:
+    component = _grade(spec, _run(outcomes))
+    assert component.score == pytest.approx(score)
+    assert component.passed is passed
+    assert component.reason_codes == codes
+
+
+@pytest.mark.parametrize(("on_base", "kept"), [("skipped", True), ("passed", False), (None, False)])
+def test_skipped_pass_to_pass_is_kept_only_when_skipped_on_base(on_base: Outcome | None, kept: bool) -> None:
+    base = {P1: on_base} if on_base else {}
+    component = _grade({"pass_to_pass": [P1]}, _run({P1: "skipped"}), base=base)
+    assert component.passed is kept
+    assert component.details["broken"] == ([] if kept else [P1])
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"timed_out": True, "exit_code": None}, "test-timeout"),
+        ({"oom_killed": True}, "oom-killed"),
+        ({"junit_found": False, "cases": []}, "no-junit-output"),
+        ({"junit_error": "not XML"}, "no-junit-output"),
+        ({"junit_tampered": True, "junit_error": "written before the run"}, "junit-tampered"),
+        ({"cases": []}, "no-tests-ran"),
+        ({"setup_failed": True, "exit_code": 1}, "setup-failed"),
+    ],
+)
+def test_unusable_runs_score_zero_with_a_message(fields: dict[str, object], code: str) -> None:
+    run = _run({F1: "passed"}).model_copy(update=fields)
+    component = _grade({"fail_to_pass": [F1]}, run)
+    assert (component.score, component.passed, component.reason_codes) == (0.0, False, [code])
+    assert component.messages
+
+
+@pytest.mark.parametrize(("spec", "role"), [({"fail_to_pass": [F1]}, "objective"), ({"pass_to_pass": [P1]}, "gate")])
+def test_role_depends_on_fail_to_pass(spec: dict[str, object], role: str) -> None:
+    outcomes: dict[str, Outcome] = {F1: "passed", P1: "passed"}
+    assert _grade(spec, _run(outcomes)).role == role
+
+
+def test_details_list_every_named_test_outcome() -> None:
+    component = _grade({"fail_to_pass": [F1], "pass_to_pass": [P1], "quarantine": [F3]},
+                       _run({F1: "passed", P1: "failed", F3: "error"}))
+    assert component.details["fail_to_pass"] == {F1: "passed"}
+    assert component.details["pass_to_pass"] == {P1: "failed"}
+    assert component.details["quarantined"] == {F3: "error"}
