@@ -29,7 +29,7 @@ def make_submission(
             raise SpecError(f"--workspace: {folder} is not a folder")
         return Submission(submission_id=submission_id, workspace=folder.resolve())
     text = str(patch)
-    if isinstance(patch, Path) or "\n" not in text:
+    if isinstance(patch, Path) or (text and "\n" not in text):
         try:
             text = Path(text).read_bytes().decode("utf-8", errors="surrogateescape")
         except OSError as exc:

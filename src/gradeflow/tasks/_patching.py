@@ -48,6 +48,8 @@ def check_patch_paths(patch: str) -> None:
 
 def apply_patch(workspace: Path, patch: str) -> None:
     """Apply and stage a unified diff; ``PathEscape`` or ``PatchDoesNotApply`` when it cannot."""
+    if not patch.strip():
+        return  # an empty patch is a valid, empty submission
     check_patch_paths(patch)
     with tempfile.NamedTemporaryFile("wb", suffix=".diff", delete=False) as handle:
         handle.write(patch.encode("utf-8", errors="surrogateescape"))
