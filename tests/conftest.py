@@ -33,8 +33,12 @@ def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    with temporary_settings({PREFECT_HOME: tmp_path_factory.mktemp("prefect-home"),
-                             PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), prefect_test_harness(server_startup_timeout=60):
+    with (
+        temporary_settings(
+            {PREFECT_HOME: tmp_path_factory.mktemp("prefect-home"), PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        ),
+        prefect_test_harness(server_startup_timeout=60),
+    ):
         yield
 
 

@@ -48,8 +48,13 @@ def preflight(task: TaskSpec, sandbox: str | SandboxFactory | None, profile: str
 
 
 def grade(
-    task: TaskSpec | str | Path, *, patch: str | Path | None = None, workspace: str | Path | None = None,
-    submission_id: str = "submission", sandbox: str | SandboxFactory | None = None, profile: str | None = None,
+    task: TaskSpec | str | Path,
+    *,
+    patch: str | Path | None = None,
+    workspace: str | Path | None = None,
+    submission_id: str = "submission",
+    sandbox: str | SandboxFactory | None = None,
+    profile: str | None = None,
 ) -> GradeResult:
     """Grade one submission through the ``grade-submission`` flow and return its result."""
     from gradeflow.flows.grade import grade_submission

@@ -72,8 +72,14 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _grade(args: argparse.Namespace) -> int:
     from gradeflow.api import grade
 
-    result = grade(args.task, patch=args.patch, workspace=args.workspace, submission_id=args.submission_id,
-                   sandbox=args.sandbox, profile=args.profile)
+    result = grade(
+        args.task,
+        patch=args.patch,
+        workspace=args.workspace,
+        submission_id=args.submission_id,
+        sandbox=args.sandbox,
+        profile=args.profile,
+    )
     payload = result.model_dump_json(indent=2)
     if args.out:
         _write(Path(args.out), payload)

@@ -17,7 +17,18 @@ import structlog
 
 __all__ = ["configure_logging", "quiet_prefect", "redact"]
 
-_CONTENT_KEYS = {"content", "contents", "patch", "diff", "stdout", "stderr", "output", "source", "env", "environ"}
+_CONTENT_KEYS = {
+    "content",
+    "contents",
+    "patch",
+    "diff",
+    "stdout",
+    "stderr",
+    "output",
+    "source",
+    "env",
+    "environ",
+}
 _SECRET_KEY = re.compile(r"(secret|token|password|passwd|api[_-]?key|auth|credential|private)", re.I)
 _SECRET_VALUE = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,}|sk-[A-Za-z0-9_-]{16,}|AKIA[0-9A-Z]{16}|xox[abpr]-[\w-]{10,}"

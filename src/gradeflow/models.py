@@ -284,8 +284,15 @@ class EnvironmentFingerprint(BaseModel):
     def key(self) -> str:
         """The parts that change a baseline's behaviour (not the task hash, which the cache key adds)."""
         return "|".join(
-            [self.sandbox, self.image_id or "", self.architecture, self.python_version, self.timezone,
-             self.pythonhashseed, self.gradeflow_version]
+            [
+                self.sandbox,
+                self.image_id or "",
+                self.architecture,
+                self.python_version,
+                self.timezone,
+                self.pythonhashseed,
+                self.gradeflow_version,
+            ]
         )
 
 

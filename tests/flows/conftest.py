@@ -25,9 +25,14 @@ def repo_task(tmp_path: Path) -> Callable[..., Path]:
         (repo / "tests" / "test_calc.py").write_text("def test_div(): ...\ndef test_add(): ...\n")
         (repo / ".gitignore").write_text("*.log\n")
         spec: dict[str, Any] = {
-            "task_id": "calc", "type": "bugfix", "repo": "./repo",
-            "tests": {"command": "pytest --junitxml={junit}", "fail_to_pass": ["tests/test_calc.py::test_div"],
-                      "pass_to_pass": ["tests/test_calc.py::test_add"]},
+            "task_id": "calc",
+            "type": "bugfix",
+            "repo": "./repo",
+            "tests": {
+                "command": "pytest --junitxml={junit}",
+                "fail_to_pass": ["tests/test_calc.py::test_div"],
+                "pass_to_pass": ["tests/test_calc.py::test_add"],
+            },
             "constraints": {"protected": ["tests/**"]},
         }
         spec.update(overrides)
@@ -41,4 +46,3 @@ def repo_task(tmp_path: Path) -> Callable[..., Path]:
 @pytest.fixture
 def fake() -> FakeSandboxFactory:
     return FakeSandboxFactory(fake_pytest)
-

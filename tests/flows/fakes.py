@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
+from gradeflow.sandbox import CommandResult, FakeCall
 
 FIX = "def divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError('no')\n    return a / b\n"
 BUG = "def divide(a, b):\n    return a / b if b else None\n"
@@ -13,8 +13,12 @@ def junit(cases: dict[str, str]) -> str:
     body = []
     for key, outcome in cases.items():
         classname, _, name = key.rpartition("::")
-        inner = {"failed": "<failure message='boom'/>", "skipped": "<skipped/>", "error": "<error/>"}.get(outcome, "")
-        body.append(f'<testcase classname="{classname or "tests.test_calc"}" name="{name}">{inner}</testcase>')
+        inner = {"failed": "<failure message='boom'/>", "skipped": "<skipped/>", "error": "<error/>"}.get(
+            outcome, ""
+        )
+        body.append(
+            f'<testcase classname="{classname or "tests.test_calc"}" name="{name}">{inner}</testcase>'
+        )
     return f'<testsuites><testsuite name="t">{"".join(body)}</testsuite></testsuites>'
 
 
@@ -33,5 +37,7 @@ def diff(old: str, new: str, path: str = "src/calc.py") -> str:
     """A git-style unified diff replacing the whole of ``path``."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
     hunk = [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
-    return (f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
-            f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n" + "\n".join(hunk) + "\n")
+    return (
+        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
+        f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n" + "\n".join(hunk) + "\n"
+    )

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from fakes import BUG, FIX, diff, junit
+
 from gradeflow import grade, load_task
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
@@ -15,20 +15,50 @@ from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
 pytestmark = pytest.mark.usefixtures("prefect")
 
 
-def test_reference_fix_passes_with_every_result_field(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
+def test_reference_fix_passes_with_every_result_field(
+    repo_task: Callable[..., Path], fake: FakeSandboxFactory
+) -> None:
     result = grade(load_task(repo_task()), patch=diff(BUG, FIX), sandbox=fake, submission_id="s-1")
-    assert (result.status, result.passed, result.score, result.decision) == ("graded", True, 1.0, "merge-candidate")
+    assert (result.status, result.passed, result.score, result.decision) == (
+        "graded",
+        True,
+        1.0,
+        "merge-candidate",
+    )
     assert [c.name for c in result.components] == ["constraints", "tests"]
     assert result.component("tests").details["fail_to_pass"] == {"tests/test_calc.py::test_div": "passed"}
     assert result.files_changed == ["src/calc.py"]
     assert (result.lines_added, result.lines_removed) == (3, 1)
     assert "+        raise ZeroDivisionError('no')" in result.patch
     assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)"
-    assert set(result.timings) >= {"baseline", "snapshot", "constraints", "tests", "quality", "perf", "combine"}
+    assert set(result.timings) >= {
+        "baseline",
+        "snapshot",
+        "constraints",
+        "tests",
+        "quality",
+        "perf",
+        "combine",
+    }
     assert result.environment is not None and result.environment.sandbox == "fake"
     payload = result.model_dump(mode="json")
-    for key in ("task_id", "submission_id", "status", "score", "passed", "decision", "reason_codes", "components",
-                "files_changed", "lines_added", "lines_removed", "patch", "summary", "gradeflow_version", "timings"):
+    for key in (
+        "task_id",
+        "submission_id",
+        "status",
+        "score",
+        "passed",
+        "decision",
+        "reason_codes",
+        "components",
+        "files_changed",
+        "lines_added",
+        "lines_removed",
+        "patch",
+        "summary",
+        "gradeflow_version",
+        "timings",
+    ):
         assert key in payload
 
 
@@ -53,19 +83,27 @@ def test_protected_test_edit_is_recorded_then_restored(repo_task: Callable[..., 
     assert seen[-1] == "def test_div(): ...\ndef test_add(): ...\n"  # the run saw the base's file
 
 
-def test_hidden_tests_are_present_for_the_run_only(repo_task: Callable[..., Path], tmp_path: Path,
-                                                   fake: FakeSandboxFactory) -> None:
+def test_hidden_tests_are_present_for_the_run_only(
+    repo_task: Callable[..., Path], tmp_path: Path, fake: FakeSandboxFactory
+) -> None:
     hidden = tmp_path / "hidden" / "tests"
     hidden.mkdir(parents=True)
     (hidden / "test_hidden.py").write_text("def test_hidden(): ...\n")
-    task = repo_task(tests={"command": "pytest --junitxml={junit}", "hidden": "./hidden",
-                            "fail_to_pass": ["tests/test_calc.py::test_div", "tests/test_hidden.py::test_hidden"]})
+    task = repo_task(
+        tests={
+            "command": "pytest --junitxml={junit}",
+            "hidden": "./hidden",
+            "fail_to_pass": ["tests/test_calc.py::test_div", "tests/test_hidden.py::test_hidden"],
+        }
+    )
     result = grade(load_task(task), patch=diff(BUG, FIX), sandbox=fake)
     assert result.component("tests").details["fail_to_pass"]["tests/test_hidden.py::test_hidden"] == "passed"
     assert "test_hidden" not in result.patch and result.files_changed == ["src/calc.py"]
 
 
-def test_baseline_is_cached_across_flow_runs(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
+def test_baseline_is_cached_across_flow_runs(
+    repo_task: Callable[..., Path], fake: FakeSandboxFactory
+) -> None:
     task = load_task(repo_task(task_id="cached"))
     grade(task, patch=diff(BUG, FIX), sandbox=fake)
     first = len(fake.calls)
@@ -80,7 +118,9 @@ def test_sandbox_failure_is_retried_then_inconclusive(repo_task: Callable[..., P
         attempts.append(call.command)
         raise SandboxUnavailable("the engine does not answer")
 
-    result = grade(load_task(repo_task(task_id="noengine")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(broken))
+    result = grade(
+        load_task(repo_task(task_id="noengine")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(broken)
+    )
     assert (result.status, result.score, result.decision) == ("inconclusive", None, "inconclusive")
     assert result.reason_codes == ["sandbox-unavailable"] and result.exit_code == 3
     assert len(attempts) == 3  # the first try and two retries
@@ -104,7 +144,11 @@ def test_failing_setup_on_base_is_inconclusive(repo_task: Callable[..., Path]) -
     def handler(call: FakeCall) -> CommandResult:
         return call.result(1) if call.command == "make setup" else call.result(0)
 
-    result = grade(load_task(repo_task(task_id="setup", setup="make setup")), patch="", sandbox=FakeSandboxFactory(handler))
+    result = grade(
+        load_task(repo_task(task_id="setup", setup="make setup")),
+        patch="",
+        sandbox=FakeSandboxFactory(handler),
+    )
     assert (result.status, result.reason_codes) == ("inconclusive", ["setup-failed"])
 
 
@@ -115,7 +159,9 @@ def test_candidate_timeout_is_a_real_zero(repo_task: Callable[..., Path]) -> Non
         call.write_output("junit.xml", junit({"test_div": "failed", "test_add": "passed"}))
         return call.result(1)
 
-    result = grade(load_task(repo_task(task_id="timeout")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(handler))
+    result = grade(
+        load_task(repo_task(task_id="timeout")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(handler)
+    )
     assert (result.status, result.score, result.passed) == ("graded", 0.0, False)
     assert result.component("tests").reason_codes == ["test-timeout"]
 
@@ -123,38 +169,49 @@ def test_candidate_timeout_is_a_real_zero(repo_task: Callable[..., Path]) -> Non
 @pytest.mark.parametrize(
     ("patch", "code"),
     [
-        ("diff --git a/../x b/../x\nnew file mode 100644\n--- /dev/null\n+++ b/../x\n@@ -0,0 +1 @@\n+pwned\n",
-         "path-escape"),
+        (
+            "diff --git a/../x b/../x\nnew file mode 100644\n--- /dev/null\n+++ b/../x\n@@ -0,0 +1 @@\n+pwned\n",
+            "path-escape",
+        ),
         ("diff --git a//tmp/x b//tmp/x\n--- /dev/null\n+++ b//tmp/x\n@@ -0,0 +1 @@\n+pwned\n", "path-escape"),
-        ("diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,1 +1,1 @@\n"
-         "-def nothing_like_this():\n+def other():\n", "patch-does-not-apply"),
+        (
+            "diff --git a/src/calc.py b/src/calc.py\n--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,1 +1,1 @@\n"
+            "-def nothing_like_this():\n+def other():\n",
+            "patch-does-not-apply",
+        ),
         ("this is not a diff at all\n", "patch-does-not-apply"),
     ],
 )
-def test_bad_patches_are_graded_not_crashed(repo_task: Callable[..., Path], fake: FakeSandboxFactory,
-                                            patch: str, code: str) -> None:
+def test_bad_patches_are_graded_not_crashed(
+    repo_task: Callable[..., Path], fake: FakeSandboxFactory, patch: str, code: str
+) -> None:
     result = grade(load_task(repo_task()), patch=patch, sandbox=fake)
     assert (result.status, result.passed, result.score, result.reason_codes) == ("graded", False, 0.0, [code])
     assert not Path("/tmp/x").exists() or Path("/tmp/x").read_text() != "pwned\n"
 
 
-def test_a_symlink_pointing_out_is_a_path_escape(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
-    patch = ("diff --git a/src/leak b/src/leak\nnew file mode 120000\n--- /dev/null\n+++ b/src/leak\n"
-             "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n")
+def test_a_symlink_pointing_out_is_a_path_escape(
+    repo_task: Callable[..., Path], fake: FakeSandboxFactory
+) -> None:
+    patch = (
+        "diff --git a/src/leak b/src/leak\nnew file mode 120000\n--- /dev/null\n+++ b/src/leak\n"
+        "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"
+    )
     result = grade(load_task(repo_task()), patch=patch, sandbox=fake)
     assert result.reason_codes == ["path-escape"]
 
 
-def test_workspace_submission_diffs_against_base(repo_task: Callable[..., Path], tmp_path: Path,
-                                                 fake: FakeSandboxFactory) -> None:
+def test_workspace_submission_diffs_against_base(
+    repo_task: Callable[..., Path], tmp_path: Path, fake: FakeSandboxFactory
+) -> None:
     task = repo_task()
     checkout = tmp_path / "checkout"
     import shutil
 
     shutil.copytree(tmp_path / "repo", checkout)
     (checkout / "src" / "calc.py").write_text(FIX)
-    (checkout / "src" / "new_helper.py").write_text("X = 1\n")      # untracked new file: included
-    (checkout / "debug.log").write_text("noise\n")                   # git-ignored: excluded
+    (checkout / "src" / "new_helper.py").write_text("X = 1\n")  # untracked new file: included
+    (checkout / "debug.log").write_text("noise\n")  # git-ignored: excluded
     (checkout / ".git").mkdir()
     (checkout / ".git" / "HEAD").write_text("ref: refs/heads/main\n")  # VCS folder: excluded
     (checkout / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")  # binary: changed, not read
@@ -164,8 +221,9 @@ def test_workspace_submission_diffs_against_base(repo_task: Callable[..., Path],
     assert "debug.log" not in result.patch and "refs/heads" not in result.patch
 
 
-def test_a_symlink_out_of_a_checkout_is_refused(repo_task: Callable[..., Path], tmp_path: Path,
-                                               fake: FakeSandboxFactory) -> None:
+def test_a_symlink_out_of_a_checkout_is_refused(
+    repo_task: Callable[..., Path], tmp_path: Path, fake: FakeSandboxFactory
+) -> None:
     task = repo_task()
     checkout = tmp_path / "checkout2"
     import shutil

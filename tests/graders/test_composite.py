@@ -24,7 +24,9 @@ def _c(name: str, score: float, passed: bool, role: str = "objective") -> GradeC
         ([_c("constraints", 1.0, True, "gate")], {}, 0.0, False),  # no objective: nothing earned
     ],
 )
-def test_combine_table(components: list[GradeComponent], weights: dict[str, float], score: float, passed: bool) -> None:
+def test_combine_table(
+    components: list[GradeComponent], weights: dict[str, float], score: float, passed: bool
+) -> None:
     combined = combine(components, weights, pass_threshold=0.5)
     assert combined.score == pytest.approx(score)
     assert combined.passed is passed
@@ -42,8 +44,14 @@ def test_pass_threshold_applies_to_the_score() -> None:
 
 @pytest.mark.parametrize(
     ("score", "gate_failed", "decision"),
-    [(1.0, False, "merge-candidate"), (0.85, False, "merge-candidate"), (0.84, False, "human-review"),
-     (0.60, False, "human-review"), (0.59, False, "retry"), (1.0, True, "rejected")],
+    [
+        (1.0, False, "merge-candidate"),
+        (0.85, False, "merge-candidate"),
+        (0.84, False, "human-review"),
+        (0.60, False, "human-review"),
+        (0.59, False, "retry"),
+        (1.0, True, "rejected"),
+    ],
 )
 def test_default_profile_bands(score: float, gate_failed: bool, decision: str) -> None:
     assert load_profile("default").decide(score, gate_failed) == decision
@@ -59,7 +67,9 @@ def test_hard_gate_reason_codes_reject_whatever_the_score() -> None:
 
 def test_empty_patch_is_reported() -> None:
     task = TaskSpec.model_validate(make_task())
-    result = graded_result(task, "s", [_c("tests", 0.0, False)], load_profile("default"), patch="", changes=[])
+    result = graded_result(
+        task, "s", [_c("tests", 0.0, False)], load_profile("default"), patch="", changes=[]
+    )
     assert result.reason_codes[0] == "empty-patch"
     assert result.summary() == "FAIL 0.000 (tests=0.00✗)"
 
@@ -71,8 +81,9 @@ class NoTodoGrader(Grader):
 
     def grade(self, workspace):  # type: ignore[no-untyped-def, override]
         bad = [f for f in workspace.changed_files() if "TODO" in workspace.read(f)]
-        return GradeComponent(name=self.name, score=float(not bad), passed=not bad,
-                              messages=[f"TODO in {f}" for f in bad])
+        return GradeComponent(
+            name=self.name, score=float(not bad), passed=not bad, messages=[f"TODO in {f}" for f in bad]
+        )
 
 
 class Exploding(Grader):
@@ -84,7 +95,9 @@ class Exploding(Grader):
 
 def _context(files: dict[str, str]) -> GradingContext:
     changes = [ChangedFile(path=p) for p in files]
-    return GradingContext(task=TaskSpec.model_validate(make_task()), workspace=InMemoryWorkspace(files, changes))
+    return GradingContext(
+        task=TaskSpec.model_validate(make_task()), workspace=InMemoryWorkspace(files, changes)
+    )
 
 
 @pytest.mark.parametrize(("text", "score"), [("x = 1  # TODO", 0.0), ("x = 1", 1.0)])

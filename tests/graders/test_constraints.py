@@ -7,8 +7,13 @@ from gradeflow.graders import ConstraintGrader, GradingContext, InMemoryWorkspac
 from gradeflow.models import ChangedFile, TaskSpec
 
 
-def _grade(constraints: dict[str, object], changes: list[ChangedFile], files: dict[str, str] | None = None,
-           added: dict[str, list[str]] | None = None, tests: dict[str, object] | None = None):
+def _grade(
+    constraints: dict[str, object],
+    changes: list[ChangedFile],
+    files: dict[str, str] | None = None,
+    added: dict[str, list[str]] | None = None,
+    tests: dict[str, object] | None = None,
+):
     spec = make_task(constraints=constraints)
     if tests:
         spec["tests"].update(tests)
@@ -31,11 +36,22 @@ TEST = ChangedFile(path="tests/test_calc.py", lines_added=1, lines_removed=1)
         ({"max_files_changed": 2}, [SRC, TEST], 1.0, []),
         ({"max_lines_changed": 5}, [SRC, TEST], 0.5, ["too-many-lines"]),
         ({"max_lines_changed": 6}, [SRC, TEST], 1.0, []),
-        ({"protected": ["tests/**"], "allowed_files": ["src/**"], "max_files_changed": 1, "max_lines_changed": 1},
-         [SRC, TEST], 0.0, ["protected-file-modified", "scope-expansion", "too-many-files", "too-many-lines"]),
+        (
+            {
+                "protected": ["tests/**"],
+                "allowed_files": ["src/**"],
+                "max_files_changed": 1,
+                "max_lines_changed": 1,
+            },
+            [SRC, TEST],
+            0.0,
+            ["protected-file-modified", "scope-expansion", "too-many-files", "too-many-lines"],
+        ),
     ],
 )
-def test_rule_table(constraints: dict[str, object], changes: list[ChangedFile], score: float, codes: list[str]) -> None:
+def test_rule_table(
+    constraints: dict[str, object], changes: list[ChangedFile], score: float, codes: list[str]
+) -> None:
     component = _grade(constraints, changes)
     assert component.score == pytest.approx(score)
     assert component.passed is (score == 1.0)
@@ -65,11 +81,16 @@ def test_forbidden_patterns_are_checked_on_added_lines_only() -> None:
 
 @pytest.mark.parametrize(
     ("files", "passed"),
-    [({"src/calc.py": "raise ZeroDivisionError('x')"}, True), ({"src/calc.py": "return None"}, False), ({}, False)],
+    [
+        ({"src/calc.py": "raise ZeroDivisionError('x')"}, True),
+        ({"src/calc.py": "return None"}, False),
+        ({}, False),
+    ],
 )
 def test_required_patterns_must_match_in_their_file(files: dict[str, str], passed: bool) -> None:
-    component = _grade({"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}, [SRC],
-                       files=files)
+    component = _grade(
+        {"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}, [SRC], files=files
+    )
     assert component.passed is passed
     assert component.reason_codes == ([] if passed else ["required-pattern-missing"])
 
@@ -77,4 +98,6 @@ def test_required_patterns_must_match_in_their_file(files: dict[str, str], passe
 def test_details_list_each_check() -> None:
     component = _grade({"allowed_files": ["src/**"], "max_files_changed": 3}, [SRC, TEST])
     assert set(component.details["checks"]) == {"protected", "allowed_files", "max_files_changed"}
-    assert component.details["checks"]["allowed_files"]["violations"] == ["tests/test_calc.py is outside the allowed files"]
+    assert component.details["checks"]["allowed_files"]["violations"] == [
+        "tests/test_calc.py is outside the allowed files"
+    ]

@@ -2,11 +2,10 @@ import math
 
 import pytest
 
+from conftest import make_task
 from gradeflow.evidence import PerfEvidence
 from gradeflow.graders import GradingContext, InMemoryWorkspace, PerfGrader, perf_score
 from gradeflow.models import TaskSpec
-
-from conftest import make_task
 
 
 @pytest.mark.parametrize(
@@ -42,11 +41,11 @@ def _grade(baseline: list[float], candidate: list[float], errors: list[str] | No
 @pytest.mark.parametrize(
     ("baseline", "candidate", "score", "passed", "codes"),
     [
-        ([1.0, 1.2, 1.1], [0.25, 0.3, 0.26], 1.0, True, []),          # minimum of each side: 1.0 / 0.25 = 4x
+        ([1.0, 1.2, 1.1], [0.25, 0.3, 0.26], 1.0, True, []),  # minimum of each side: 1.0 / 0.25 = 4x
         ([1.0, 0.9], [0.5, 0.45], 0.4439, False, ["perf-below-min-speedup"]),
         ([1.0], [0.95], 0.0, False, ["perf-below-noise-floor"]),
         ([1.0], [2.0], 0.0, False, ["perf-below-noise-floor"]),
-        ([1.0], [0.0], 0.0, False, ["perf-benchmark-failed"]),       # non-positive timing
+        ([1.0], [0.0], 0.0, False, ["perf-benchmark-failed"]),  # non-positive timing
         ([1.0], [float("nan")], 0.0, False, ["perf-benchmark-failed"]),
         ([1.0], [], 0.0, False, ["perf-benchmark-failed"]),
     ],

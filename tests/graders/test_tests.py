@@ -30,19 +30,38 @@ def _grade(tests: dict[str, object], run: TestRunEvidence, base: dict[str, Outco
     ("spec", "outcomes", "score", "passed", "codes"),
     [
         # k of n fail_to_pass with partial credit on
-        ({"fail_to_pass": [F1, F2, F3, F4]}, {F1: "passed", F2: "passed", F3: "passed", F4: "failed"},
-         0.75, False, ["fail-to-pass-failing"]),
+        (
+            {"fail_to_pass": [F1, F2, F3, F4]},
+            {F1: "passed", F2: "passed", F3: "passed", F4: "failed"},
+            0.75,
+            False,
+            ["fail-to-pass-failing"],
+        ),
         ({"fail_to_pass": [F1, F2]}, {F1: "passed", F2: "passed"}, 1.0, True, []),
         # partial credit off: any failing fail_to_pass scores 0
-        ({"fail_to_pass": [F1, F2], "partial_credit": False}, {F1: "passed", F2: "failed"},
-         0.0, False, ["fail-to-pass-failing"]),
+        (
+            {"fail_to_pass": [F1, F2], "partial_credit": False},
+            {F1: "passed", F2: "failed"},
+            0.0,
+            False,
+            ["fail-to-pass-failing"],
+        ),
         # a broken pass_to_pass with require_all_pass_to_pass on scores 0
-        ({"fail_to_pass": [F1], "pass_to_pass": [P1, P2], "require_all_pass_to_pass": True},
-         {F1: "passed", P1: "passed", P2: "failed"}, 0.0, False, ["pass-to-pass-broken"]),
+        (
+            {"fail_to_pass": [F1], "pass_to_pass": [P1, P2], "require_all_pass_to_pass": True},
+            {F1: "passed", P1: "passed", P2: "failed"},
+            0.0,
+            False,
+            ["pass-to-pass-broken"],
+        ),
         # ... and with it off, the score shrinks by the broken share
-        ({"fail_to_pass": [F1, F2], "pass_to_pass": [P1, P2]},
-         {F1: "passed", F2: "failed", P1: "passed", P2: "error"}, 0.25, False,
-         ["fail-to-pass-failing", "pass-to-pass-broken"]),
+        (
+            {"fail_to_pass": [F1, F2], "pass_to_pass": [P1, P2]},
+            {F1: "passed", F2: "failed", P1: "passed", P2: "error"},
+            0.25,
+            False,
+            ["fail-to-pass-failing", "pass-to-pass-broken"],
+        ),
         # no fail_to_pass declared: 1 when every pass_to_pass passes
         ({"pass_to_pass": [P1, P2]}, {P1: "passed", P2: "passed"}, 1.0, True, []),
         ({"pass_to_pass": [P1, P2]}, {P1: "passed", P2: "failed"}, 0.5, False, ["pass-to-pass-broken"]),
@@ -90,15 +109,19 @@ def test_unusable_runs_score_zero_with_a_message(fields: dict[str, object], code
     assert component.messages
 
 
-@pytest.mark.parametrize(("spec", "role"), [({"fail_to_pass": [F1]}, "objective"), ({"pass_to_pass": [P1]}, "gate")])
+@pytest.mark.parametrize(
+    ("spec", "role"), [({"fail_to_pass": [F1]}, "objective"), ({"pass_to_pass": [P1]}, "gate")]
+)
 def test_role_depends_on_fail_to_pass(spec: dict[str, object], role: str) -> None:
     outcomes: dict[str, Outcome] = {F1: "passed", P1: "passed"}
     assert _grade(spec, _run(outcomes)).role == role
 
 
 def test_details_list_every_named_test_outcome() -> None:
-    component = _grade({"fail_to_pass": [F1], "pass_to_pass": [P1], "quarantine": [F3]},
-                       _run({F1: "passed", P1: "failed", F3: "error"}))
+    component = _grade(
+        {"fail_to_pass": [F1], "pass_to_pass": [P1], "quarantine": [F3]},
+        _run({F1: "passed", P1: "failed", F3: "error"}),
+    )
     assert component.details["fail_to_pass"] == {F1: "passed"}
     assert component.details["pass_to_pass"] == {P1: "failed"}
     assert component.details["quarantined"] == {F3: "error"}

@@ -40,21 +40,35 @@ class _Clock:
             self.timings[name] = round(time.perf_counter() - started, 4)
 
 
-@flow(name="grade-submission", flow_run_name="grade-{task_spec.task_id}-{submission.submission_id}",
-      persist_result=False, validate_parameters=False)
+@flow(
+    name="grade-submission",
+    flow_run_name="grade-{task_spec.task_id}-{submission.submission_id}",
+    persist_result=False,
+    validate_parameters=False,
+)
 def grade_submission(
-    task_spec: TaskSpec, submission: Submission, sandbox: str | SandboxFactory | None = None,
+    task_spec: TaskSpec,
+    submission: Submission,
+    sandbox: str | SandboxFactory | None = None,
     profile: str | None = None,
 ) -> GradeResult | State:
     """Grade one submission; an environment failure ends in a Completed state named ``Inconclusive``."""
     policy = load_profile(profile or task_spec.grading.profile)
-    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    factory = (
+        sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    )
     clock, snapshot = _Clock(), None
     try:
         result, snapshot = _grade(task_spec, submission, factory, policy, clock)
     except InfraError as exc:
-        result = inconclusive_result(task_spec, submission.submission_id, exc.reason_code, str(exc), policy.name,
-                                     patch=snapshot.patch if snapshot else (submission.patch or ""))
+        result = inconclusive_result(
+            task_spec,
+            submission.submission_id,
+            exc.reason_code,
+            str(exc),
+            policy.name,
+            patch=snapshot.patch if snapshot else (submission.patch or ""),
+        )
     finally:
         discard(snapshot.workspace if snapshot else None)
     result = result.model_copy(update={"timings": clock.timings})
@@ -73,8 +87,15 @@ def _grade(
     with clock.step("snapshot"):
         snapshot = take_snapshot(task_spec, submission, baseline)
     if snapshot.refusal:
-        return refused_result(task_spec, submission.submission_id, snapshot.refusal, snapshot.message, policy,
-                              patch=snapshot.patch, environment=environment), snapshot
+        return refused_result(
+            task_spec,
+            submission.submission_id,
+            snapshot.refusal,
+            snapshot.message,
+            policy,
+            patch=snapshot.patch,
+            environment=environment,
+        ), snapshot
     with clock.step("constraints"):
         constraints = check_constraints(task_spec, snapshot)
     with clock.step("tests"):
@@ -85,6 +106,7 @@ def _grade(
         perf = run_perf(task_spec, snapshot, baseline, factory)
     with clock.step("combine"):
         components = [c for c in (constraints, tests.component, quality, perf) if c is not None]
-        result = combine_components(task_spec, submission.submission_id, snapshot, components, tests, policy,
-                                    environment)
+        result = combine_components(
+            task_spec, submission.submission_id, snapshot, components, tests, policy, environment
+        )
     return result, snapshot

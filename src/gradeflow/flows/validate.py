@@ -30,11 +30,16 @@ class ValidationReport(BaseModel):
 
 def base_problems(task: TaskSpec, outcomes: dict[str, str]) -> list[str]:
     """fail_to_pass tests that do not fail on the base, pass_to_pass tests that do not pass."""
-    problems = [f"fail_to_pass {t} does not fail on the base (it is {outcomes.get(t, 'missing')})"
-                for t in task.tests.fail_to_pass if outcomes.get(t, "missing") == "passed"]
-    problems += [f"pass_to_pass {t} does not pass on the base (it is {outcomes.get(t, 'missing')})"
-                 for t in task.tests.pass_to_pass
-                 if t not in task.tests.quarantine and outcomes.get(t, "missing") not in ("passed", "skipped")]
+    problems = [
+        f"fail_to_pass {t} does not fail on the base (it is {outcomes.get(t, 'missing')})"
+        for t in task.tests.fail_to_pass
+        if outcomes.get(t, "missing") == "passed"
+    ]
+    problems += [
+        f"pass_to_pass {t} does not pass on the base (it is {outcomes.get(t, 'missing')})"
+        for t in task.tests.pass_to_pass
+        if t not in task.tests.quarantine and outcomes.get(t, "missing") not in ("passed", "skipped")
+    ]
     return problems
 
 
@@ -50,27 +55,44 @@ def _empty_problems(result: GradeResult) -> list[str]:
 def _reference_problems(result: GradeResult) -> list[str]:
     if result.passed:
         return []
-    why = "; ".join(m for c in result.components for m in c.messages if not c.passed) or "; ".join(result.messages)
+    why = "; ".join(m for c in result.components for m in c.messages if not c.passed) or "; ".join(
+        result.messages
+    )
     return [f"the reference patch does not pass ({result.summary()}): {why}"]
 
 
-@flow(name="validate-task", flow_run_name="validate-{task_spec.task_id}", persist_result=False,
-      validate_parameters=False)
+@flow(
+    name="validate-task",
+    flow_run_name="validate-{task_spec.task_id}",
+    persist_result=False,
+    validate_parameters=False,
+)
 def validate_task(
-    task_spec: TaskSpec, reference: str | None = None, sandbox: str | SandboxFactory | None = None,
+    task_spec: TaskSpec,
+    reference: str | None = None,
+    sandbox: str | SandboxFactory | None = None,
     profile: str | None = None,
 ) -> ValidationReport:
     from gradeflow.flows.grade import grade_submission
 
-    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
-    baseline = prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
-    report = ValidationReport(task_id=task_spec.task_id, base_outcomes=dict(baseline.tests.outcomes),
-                              problems=base_problems(task_spec, dict(baseline.tests.outcomes)))
+    factory = (
+        sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    )
+    baseline = prepare_baseline(
+        task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory
+    )
+    report = ValidationReport(
+        task_id=task_spec.task_id,
+        base_outcomes=dict(baseline.tests.outcomes),
+        problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
+    )
     empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile)
     report.empty = _as_result(empty)
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        graded = grade_submission(task_spec, Submission(submission_id="reference", patch=reference), factory, profile)
+        graded = grade_submission(
+            task_spec, Submission(submission_id="reference", patch=reference), factory, profile
+        )
         report.reference = _as_result(graded)
         report.problems += _reference_problems(report.reference)
     return report

@@ -41,7 +41,7 @@ class InMemoryWorkspace(WorkspaceView):
     """A workspace held in memory, for tests and for graders run outside a flow."""
 
     files: dict[str, str] = field(default_factory=dict)
-    changes: list[ChangedFile] = field(default_factory=list)  # type: ignore[assignment]
+    changes: list[ChangedFile] = field(default_factory=list)
     patch: str = ""
     added: dict[str, list[str]] = field(default_factory=dict)
 

@@ -51,9 +51,12 @@ def safe_grade(grader: Grader, context: GradingContext) -> GradeComponent:
     """``grader.grade(context)``; a grader that raises becomes a failed component carrying the error."""
     try:
         return grader.grade(context)
-    except Exception as exc:  # noqa: BLE001 - a user grader's bug must not crash the whole grade
+    except Exception as exc:
         return GradeComponent(
-            name=getattr(grader, "name", type(grader).__name__), role=grader.role, score=0.0, passed=False,
+            name=getattr(grader, "name", type(grader).__name__),
+            role=grader.role,
+            score=0.0,
+            passed=False,
             messages=[f"grader {type(grader).__name__} raised {type(exc).__name__}: {exc}"],
             reason_codes=["grader-error"],
         )
@@ -77,8 +80,11 @@ class CompositeGrader:
     """Runs several graders over one context and combines their components under a profile."""
 
     def __init__(
-        self, graders: Sequence[Grader], weights: dict[str, float] | None = None,
-        pass_threshold: float | None = None, profile: Profile | None = None,
+        self,
+        graders: Sequence[Grader],
+        weights: dict[str, float] | None = None,
+        pass_threshold: float | None = None,
+        profile: Profile | None = None,
     ) -> None:
         self.graders = list(graders)
         self.profile = profile or Profile(name="default")

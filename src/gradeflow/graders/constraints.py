@@ -43,9 +43,11 @@ class ConstraintGrader(Grader):
         failed = [c for c in checks if c.violations]
         score = 1.0 - len(failed) / len(checks)
         return self.component(
-            score, not failed,
-            details={"checks": {c.rule: {"passed": not c.violations, "violations": c.violations}
-                                for c in checks}},
+            score,
+            not failed,
+            details={
+                "checks": {c.rule: {"passed": not c.violations, "violations": c.violations} for c in checks}
+            },
             messages=[f"{c.rule}: {v}" for c in failed for v in c.violations],
             reason_codes=sorted({c.reason for c in failed}),
         )
@@ -71,8 +73,9 @@ def _touched(change: ChangedFile) -> list[str]:
 def _protected(ctx: GradingContext) -> _Check:
     globs = protected_globs(ctx.task)
     hits = sorted({p for c in ctx.workspace.changes for p in _touched(c) if matches_any(p, globs)})
-    return _Check("protected", [f"{p} is protected and was {_status(ctx, p)}" for p in hits],
-                  "protected-file-modified")
+    return _Check(
+        "protected", [f"{p} is protected and was {_status(ctx, p)}" for p in hits], "protected-file-modified"
+    )
 
 
 def _status(ctx: GradingContext, path: str) -> str:
@@ -103,9 +106,11 @@ def _forbidden(pattern: str) -> Callable[[GradingContext], _Check]:
     regex = re.compile(pattern)
 
     def check(ctx: GradingContext) -> _Check:
-        hits = [f"{path}: added line matches {pattern!r}"
-                for path in ctx.workspace.changed_files()
-                if any(regex.search(line) for line in ctx.workspace.added_lines(path))]
+        hits = [
+            f"{path}: added line matches {pattern!r}"
+            for path in ctx.workspace.changed_files()
+            if any(regex.search(line) for line in ctx.workspace.added_lines(path))
+        ]
         return _Check(f"forbidden_pattern {pattern!r}", hits, "forbidden-pattern")
 
     return check

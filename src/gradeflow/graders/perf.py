@@ -38,13 +38,18 @@ class PerfGrader(Grader):
         if spec is None or evidence is None:
             raise ValueError("the task declares no perf benchmark")
         details: dict[str, object] = {
-            "baseline": evidence.baseline, "candidate": evidence.candidate, "errors": evidence.errors,
-            "timing": spec.timing, "noise_floor": spec.noise_floor, "min_speedup": spec.min_speedup,
+            "baseline": evidence.baseline,
+            "candidate": evidence.candidate,
+            "errors": evidence.errors,
+            "timing": spec.timing,
+            "noise_floor": spec.noise_floor,
+            "min_speedup": spec.min_speedup,
         }
         if evidence.errors or not (_usable(evidence.baseline) and _usable(evidence.candidate)):
             why = evidence.errors or ["a timing was missing, non-finite or not positive"]
-            return self.component(0.0, False, details=details, messages=why,
-                                  reason_codes=["perf-benchmark-failed"])
+            return self.component(
+                0.0, False, details=details, messages=why, reason_codes=["perf-benchmark-failed"]
+            )
         speedup = min(evidence.baseline) / min(evidence.candidate)
         details["speedup"] = round(speedup, 4)
         return self._scored(spec, speedup, details)

@@ -62,27 +62,52 @@ class TestGrader(Grader):
         messages = [f"fail_to_pass {t} is {run.outcomes.get(t, 'missing')}" for t in failing]
         messages += [f"pass_to_pass {t} broke: {run.outcomes.get(t, 'missing')}" for t in broken]
         codes = (["fail-to-pass-failing"] if failing else []) + (["pass-to-pass-broken"] if broken else [])
-        return self._component(context, role, score, not failing and not broken, run,
-                               messages=messages, reason_codes=codes, broken=broken)
+        return self._component(
+            context,
+            role,
+            score,
+            not failing and not broken,
+            run,
+            messages=messages,
+            reason_codes=codes,
+            broken=broken,
+        )
 
     def _component(
-        self, context: GradingContext, role: Role, score: float, passed: bool, run: TestRunEvidence, *,
-        messages: list[str], reason_codes: list[str], broken: list[str] | None = None,
+        self,
+        context: GradingContext,
+        role: Role,
+        score: float,
+        passed: bool,
+        run: TestRunEvidence,
+        *,
+        messages: list[str],
+        reason_codes: list[str],
+        broken: list[str] | None = None,
     ) -> GradeComponent:
         spec = context.task.tests
         details = {
-            "fail_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.fail_to_pass
-                             if t not in spec.quarantine},
-            "pass_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.pass_to_pass
-                             if t not in spec.quarantine},
+            "fail_to_pass": {
+                t: run.outcomes.get(t, "missing") for t in spec.fail_to_pass if t not in spec.quarantine
+            },
+            "pass_to_pass": {
+                t: run.outcomes.get(t, "missing") for t in spec.pass_to_pass if t not in spec.quarantine
+            },
             "quarantined": {t: run.outcomes.get(t, "missing") for t in spec.quarantine},
             "broken": broken or [],
             "counts": dict(Counter(c.outcome for c in run.cases)),
             "exit_code": run.exit_code,
             "duration": round(run.duration, 3),
         }
-        return GradeComponent(name=self.name, role=role, score=score, passed=passed, messages=messages,
-                              reason_codes=reason_codes, details=details)
+        return GradeComponent(
+            name=self.name,
+            role=role,
+            score=score,
+            passed=passed,
+            messages=messages,
+            reason_codes=reason_codes,
+            details=details,
+        )
 
 
 def _kept(outcome: Outcome, on_base: Outcome | None) -> bool:

@@ -5,14 +5,21 @@ from __future__ import annotations
 from gradeflow.errors import SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.docker import DockerSandboxFactory
 from gradeflow.sandbox.local import LocalSandboxFactory
 
 __all__ = ["sandbox_factory"]
 
 
 def sandbox_factory(environment: EnvironmentSpec, override: str | None = None) -> SandboxFactory:
-    """The factory for ``override`` or ``environment.sandbox``; ``SpecError`` for an unknown kind."""
+    """The factory for ``override`` or ``environment.sandbox``; ``SpecError`` for an unknown kind.
+
+    Building a factory never contacts a docker engine, so this is safe in a preflight check; a docker
+    factory raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``.
+    """
     kind = override or environment.sandbox
     if kind == "local":
         return LocalSandboxFactory()
-    raise SpecError(f"--sandbox: unknown sandbox {kind!r} (known: local)")
+    if kind == "docker":
+        return DockerSandboxFactory(environment)
+    raise SpecError(f"--sandbox: unknown sandbox {kind!r} (known: local, docker)")

@@ -9,6 +9,7 @@ docker sandbox.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shutil
@@ -62,9 +63,15 @@ class LocalSandbox(Sandbox):
         started = time.perf_counter()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
-                proc = subprocess.Popen(  # noqa: S602 - the task spec's command is a shell line by design
-                    command, shell=True, cwd=self.workspace, env=self._environment(env),
-                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                proc = subprocess.Popen(
+                    command,
+                    shell=True,
+                    cwd=self.workspace,
+                    env=self._environment(env),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
                 )
             except OSError as exc:
                 raise SandboxUnavailable(f"local sandbox cannot start {command!r}: {exc}") from exc
@@ -78,8 +85,12 @@ class LocalSandbox(Sandbox):
                 proc.wait()
             duration = time.perf_counter() - started
             return CommandResult(
-                command=command, exit_code=exit_code, stdout=_read(out), stderr=_read(err),
-                duration=duration, timed_out=timed_out,
+                command=command,
+                exit_code=exit_code,
+                stdout=_read(out),
+                stderr=_read(err),
+                duration=duration,
+                timed_out=timed_out,
             )
 
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
@@ -97,10 +108,8 @@ class LocalSandbox(Sandbox):
 
 def _kill_group(pid: int) -> None:
     # Background processes the command left behind die with it, on success as on timeout.
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(handle: IO[bytes]) -> str:

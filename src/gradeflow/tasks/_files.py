@@ -21,7 +21,7 @@ class HostWorkspace(WorkspaceView):
     """Read-only view of a private workspace folder; reads never follow a link out of it."""
 
     root: Path
-    changes: list[ChangedFile] = field(default_factory=list)  # type: ignore[assignment]
+    changes: list[ChangedFile] = field(default_factory=list)
     patch: str = ""
     added: dict[str, list[str]] = field(default_factory=dict)
 

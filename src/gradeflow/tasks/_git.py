@@ -24,12 +24,19 @@ _ENV = {
 }
 
 
-def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def git(
+    cwd: Path, *args: str, input: bytes | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
     """Run git with no user or system config; ``InfraError`` when git itself is missing."""
     try:
         proc = subprocess.run(
             ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", *args],
-            cwd=cwd, input=input, capture_output=True, env=_ENV, timeout=300, check=False,
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env=_ENV,
+            timeout=300,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InfraError(f"git {args[0]} in {cwd} failed to run: {exc}") from exc

@@ -21,12 +21,19 @@ from gradeflow.tasks._git import git
 from gradeflow.tasks._repo import copy_tree
 
 __all__ = [
-    "added_lines", "apply_patch", "changed_files", "check_links", "check_patch_paths", "graded_patch",
+    "added_lines",
+    "apply_patch",
+    "changed_files",
+    "check_links",
+    "check_patch_paths",
+    "graded_patch",
     "stage_checkout",
 ]
 
-_HEADER = re.compile(r"^(?:diff --git a/(\S+) b/(\S+)|(?:---|\+\+\+) (?:[ab]/)?(\S+)|"
-                     r"(?:rename|copy) (?:from|to) (\S+))")
+_HEADER = re.compile(
+    r"^(?:diff --git a/(\S+) b/(\S+)|(?:---|\+\+\+) (?:[ab]/)?(\S+)|"
+    r"(?:rename|copy) (?:from|to) (\S+))"
+)
 
 
 def _escapes(path: str) -> bool:
@@ -100,18 +107,26 @@ def graded_patch(workspace: Path) -> str:
 
 def changed_files(workspace: Path) -> list[ChangedFile]:
     """One entry per staged file, with line counts (binary files are counted, never read)."""
-    numstat = git(workspace, "diff", "--cached", "--numstat", "-z", "-M", "HEAD").stdout.decode(errors="replace")
+    numstat = git(workspace, "diff", "--cached", "--numstat", "-z", "-M", "HEAD").stdout.decode(
+        errors="replace"
+    )
     status = git(workspace, "diff", "--cached", "--name-status", "-z", "-M", "HEAD").stdout.decode(
-        errors="replace")
+        errors="replace"
+    )
     kinds = _statuses(status)
     changes = []
     for added, removed, old, new in _numstat(numstat):
         kind = kinds.get(new, "modified")
-        changes.append(ChangedFile(
-            path=new, old_path=old if old != new else None, status=kind,  # type: ignore[arg-type]
-            lines_added=int(added) if added != "-" else 0, lines_removed=int(removed) if removed != "-" else 0,
-            binary=added == "-",
-        ))
+        changes.append(
+            ChangedFile(
+                path=new,
+                old_path=old if old != new else None,
+                status=kind,  # type: ignore[arg-type]
+                lines_added=int(added) if added != "-" else 0,
+                lines_removed=int(removed) if removed != "-" else 0,
+                binary=added == "-",
+            )
+        )
     return changes
 
 
@@ -148,7 +163,4 @@ def added_lines(patch: str) -> dict[str, list[str]]:
         parsed = PatchSet(patch)
     except UnidiffParseError:
         return {}
-    return {
-        f.path: [line.value.rstrip("\n") for hunk in f for line in hunk if line.is_added]
-        for f in parsed
-    }
+    return {f.path: [line.value.rstrip("\n") for hunk in f for line in hunk if line.is_added] for f in parsed}

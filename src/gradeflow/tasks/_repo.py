@@ -34,8 +34,10 @@ def resolve_base(task: TaskSpec) -> BaseRef:
     """Pin the task's base; ``SpecError`` when the repository or revision does not exist."""
     location = task.repo
     if "://" in location or location.startswith("git@"):
-        raise InfraError(f"repo {location}: remote repositories must be cloned first (no network here)",
-                         reason_code="baseline-broken")
+        raise InfraError(
+            f"repo {location}: remote repositories must be cloned first (no network here)",
+            reason_code="baseline-broken",
+        )
     path = Path(location)
     if not path.exists():
         raise SpecError(f"repo: {location} does not exist (task {task.task_id})")
@@ -74,8 +76,13 @@ def _folder_hash(root: Path) -> str:
 
 def copy_tree(source: Path, dest: Path) -> None:
     """Copy a folder keeping symlinks as links and skipping VCS and cache folders."""
-    shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True,
-                    ignore=lambda _d, names: [n for n in names if n in _SKIP or n.endswith(".pyc")])
+    shutil.copytree(
+        source,
+        dest,
+        symlinks=True,
+        dirs_exist_ok=True,
+        ignore=lambda _d, names: [n for n in names if n in _SKIP or n.endswith(".pyc")],
+    )
 
 
 def materialize(base: BaseRef, dest: Path) -> None:

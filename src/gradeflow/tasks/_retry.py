@@ -18,6 +18,6 @@ def retry_on_infra(task: Any, task_run: Any, state: Any) -> bool:
         state.result()
     except SandboxUnavailable:
         return True
-    except Exception:  # noqa: BLE001 - any other failure is final
+    except Exception:
         return False
     return False

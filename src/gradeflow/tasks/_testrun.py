@@ -34,8 +34,11 @@ def run_test_command(task: TaskSpec, sandbox: Sandbox) -> TestRunEvidence:
     started = time.time()
     result = sandbox.run(command, env=dict(task.env), timeout=task.tests.timeout)
     evidence = TestRunEvidence(
-        exit_code=result.exit_code, timed_out=result.timed_out, oom_killed=result.oom_killed,
-        duration=result.duration, output_tail=(result.stdout + result.stderr)[-2000:],
+        exit_code=result.exit_code,
+        timed_out=result.timed_out,
+        oom_killed=result.oom_killed,
+        duration=result.duration,
+        output_tail=(result.stdout + result.stderr)[-2000:],
     )
     if result.timed_out or result.oom_killed:
         return evidence
@@ -50,9 +53,13 @@ def run_test_command(task: TaskSpec, sandbox: Sandbox) -> TestRunEvidence:
         cases = parse_junit(data)
     except JUnitError as exc:
         return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
-    evidence = evidence.model_copy(update={
-        "junit_found": True, "cases": cases, "outcomes": outcomes_for(test_ids(task), cases),
-    })
+    evidence = evidence.model_copy(
+        update={
+            "junit_found": True,
+            "cases": cases,
+            "outcomes": outcomes_for(test_ids(task), cases),
+        }
+    )
     return _cross_check(evidence, mtime, started)
 
 
@@ -62,8 +69,10 @@ def _cross_check(evidence: TestRunEvidence, mtime: float, started: float) -> Tes
     why = None
     if mtime < started - 1.0:
         why = "the JUnit report was written before the test command started"
-    elif evidence.exit_code not in (0, None) and evidence.cases and all(
-        c.outcome in ("passed", "skipped") for c in evidence.cases
+    elif (
+        evidence.exit_code not in (0, None)
+        and evidence.cases
+        and all(c.outcome in ("passed", "skipped") for c in evidence.cases)
     ):
         why = f"the report shows no failure but the test command exited {evidence.exit_code}"
     if why is None:
@@ -75,6 +84,9 @@ def require_report(evidence: TestRunEvidence, where: str) -> TestRunEvidence:
     """The evidence, or ``InfraError`` when the run produced no usable report (used on the pristine base)."""
     if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
         why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
-        raise InfraError(f"{where}: the test command gave no usable report ({why}); "
-                         f"output ends: {evidence.output_tail[-300:]!r}", reason_code="baseline-broken")
+        raise InfraError(
+            f"{where}: the test command gave no usable report ({why}); "
+            f"output ends: {evidence.output_tail[-300:]!r}",
+            reason_code="baseline-broken",
+        )
     return evidence

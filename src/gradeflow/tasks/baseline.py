@@ -27,7 +27,12 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command
 
 __all__ = [
-    "Baseline", "base_test_run", "baseline_key", "ensure_pristine", "prepare_baseline", "working_copy",
+    "Baseline",
+    "base_test_run",
+    "baseline_key",
+    "ensure_pristine",
+    "prepare_baseline",
+    "working_copy",
 ]
 
 
@@ -73,15 +78,23 @@ def working_copy(pristine: Path) -> Path:
     return root / "repo"
 
 
-@task(name="baseline", cache_key_fn=_cache_key, persist_result=True, retries=INFRA_RETRIES,
-      retry_delay_seconds=1, retry_condition_fn=retry_on_infra)
+@task(
+    name="baseline",
+    cache_key_fn=_cache_key,
+    persist_result=True,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
 def prepare_baseline(
     task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint, sandboxes: SandboxFactory
 ) -> Baseline:
     """Materialize and health-check the pristine base; ``BaselineBroken`` when it is not healthy."""
     key = baseline_key(task_spec, base, fingerprint)
     pristine = ensure_pristine(base, key)
-    return Baseline(base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes))
+    return Baseline(
+        base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes)
+    )
 
 
 def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory) -> TestRunEvidence:
@@ -95,8 +108,9 @@ def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory
             if setup is not None and not setup.ok:
                 raise BaselineBroken(
                     f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code}): "
-                    f"{(setup.stdout + setup.stderr)[-300:]!r}", reason_code="setup-failed")
+                    f"{(setup.stdout + setup.stderr)[-300:]!r}",
+                    reason_code="setup-failed",
+                )
             return require_report(run_test_command(task_spec, sandbox), f"task {task_spec.task_id} base")
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
-

@@ -21,15 +21,28 @@ __all__ = ["combine_components", "publish_artifacts"]
 
 @task(name="combine", cache_policy=NO_CACHE)
 def combine_components(
-    task_spec: TaskSpec, submission_id: str, snapshot: Snapshot, components: list[GradeComponent],
-    tests: TestsOutcome, profile: Profile, environment: EnvironmentFingerprint,
+    task_spec: TaskSpec,
+    submission_id: str,
+    snapshot: Snapshot,
+    components: list[GradeComponent],
+    tests: TestsOutcome,
+    profile: Profile,
+    environment: EnvironmentFingerprint,
 ) -> GradeResult:
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=tests.evidence)
     graders = [(load_custom_grader(spec), spec) for spec in task_spec.graders]
     custom = [safe_grade(grader, context).model_copy(update={"role": spec.role}) for grader, spec in graders]
     weights = task_weights(task_spec, profile, {grader.name: spec.weight for grader, spec in graders})
-    return graded_result(task_spec, submission_id, [*components, *custom], profile, patch=snapshot.patch,
-                         changes=snapshot.changes, environment=environment, weights=weights)
+    return graded_result(
+        task_spec,
+        submission_id,
+        [*components, *custom],
+        profile,
+        patch=snapshot.patch,
+        changes=snapshot.changes,
+        environment=environment,
+        weights=weights,
+    )
 
 
 def _artifact_key(result: GradeResult) -> str:
@@ -40,14 +53,31 @@ def publish_artifacts(result: GradeResult) -> None:
     """A table of the components and a markdown summary on the current flow run."""
     key = _artifact_key(result)
     create_table_artifact(
-        key=key + "-components", description=result.summary(),
-        table=[{"component": c.name, "role": c.role, "weight": c.weight, "score": round(c.score, 3),
-                "passed": c.passed, "reasons": ", ".join(c.reason_codes)} for c in result.components],
+        key=key + "-components",
+        description=result.summary(),
+        table=[
+            {
+                "component": c.name,
+                "role": c.role,
+                "weight": c.weight,
+                "score": round(c.score, 3),
+                "passed": c.passed,
+                "reasons": ", ".join(c.reason_codes),
+            }
+            for c in result.components
+        ],
     )
-    lines = [f"# {result.task_id} / {result.submission_id}", "", f"**{result.summary()}**", "",
-             f"- status: `{result.status}`", f"- decision: `{result.decision}`",
-             f"- reason codes: {', '.join(f'`{c}`' for c in result.reason_codes) or 'none'}",
-             f"- files changed: {len(result.files_changed)} (+{result.lines_added} -{result.lines_removed})", ""]
+    lines = [
+        f"# {result.task_id} / {result.submission_id}",
+        "",
+        f"**{result.summary()}**",
+        "",
+        f"- status: `{result.status}`",
+        f"- decision: `{result.decision}`",
+        f"- reason codes: {', '.join(f'`{c}`' for c in result.reason_codes) or 'none'}",
+        f"- files changed: {len(result.files_changed)} (+{result.lines_added} -{result.lines_removed})",
+        "",
+    ]
     lines += [f"- {m}" for m in result.messages]
     for component in result.components:
         lines += ["", f"## {component.short()}", *[f"- {m}" for m in component.messages]]

@@ -14,8 +14,13 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 __all__ = ["describe_environment", "pin_base"]
 
 
-@task(name="environment", cache_policy=NO_CACHE, retries=INFRA_RETRIES, retry_delay_seconds=1,
-      retry_condition_fn=retry_on_infra)
+@task(
+    name="environment",
+    cache_policy=NO_CACHE,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
 def describe_environment(task_spec: TaskSpec, sandboxes: SandboxFactory) -> EnvironmentFingerprint:
     """The fingerprint every result carries; ``SandboxUnavailable`` when the sandbox cannot run."""
     facts = sandboxes.describe()

@@ -38,8 +38,13 @@ def timing_of(spec: PerfSpec, result: CommandResult) -> float | str:
     return seconds if math.isfinite(seconds) and seconds > 0 else f"reported {seconds!r} seconds"
 
 
-@task(name="perf", cache_policy=NO_CACHE, retries=INFRA_RETRIES, retry_delay_seconds=1,
-      retry_condition_fn=retry_on_infra)
+@task(
+    name="perf",
+    cache_policy=NO_CACHE,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
 def run_perf(
     task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory
 ) -> GradeComponent | None:
@@ -61,8 +66,10 @@ def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox) -> Pe
     assert spec is not None
     setup = run_setup(task_spec, base_box)
     if setup is not None and not setup.ok:
-        raise BaselineBroken(f"task {task_spec.task_id}: setup fails on the pristine base for the benchmark",
-                             reason_code="setup-failed")
+        raise BaselineBroken(
+            f"task {task_spec.task_id}: setup fails on the pristine base for the benchmark",
+            reason_code="setup-failed",
+        )
     cand_setup = run_setup(task_spec, cand_box)
     if cand_setup is not None and not cand_setup.ok:
         return PerfEvidence(errors=[f"setup failed on the submission (exit {cand_setup.exit_code})"])
@@ -70,7 +77,9 @@ def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox) -> Pe
     for run in range(1, spec.runs + 1):
         base_time = timing_of(spec, base_box.run(spec.command, env=dict(task_spec.env), timeout=spec.timeout))
         if isinstance(base_time, str):
-            raise BaselineBroken(f"task {task_spec.task_id}: the benchmark fails on the pristine base: {base_time}")
+            raise BaselineBroken(
+                f"task {task_spec.task_id}: the benchmark fails on the pristine base: {base_time}"
+            )
         evidence.baseline.append(round(base_time, 6))
         cand_time = timing_of(spec, cand_box.run(spec.command, env=dict(task_spec.env), timeout=spec.timeout))
         if isinstance(cand_time, str):

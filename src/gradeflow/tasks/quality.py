@@ -29,11 +29,16 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
             functions += measure_source(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
             unreadable.append(str(exc))
-    component = safe_grade(QualityGrader(), GradingContext(task=task_spec, workspace=view, functions=functions))
+    component = safe_grade(
+        QualityGrader(), GradingContext(task=task_spec, workspace=view, functions=functions)
+    )
     if unreadable:
-        return component.model_copy(update={
-            "score": 0.0, "passed": False,
-            "messages": [*component.messages, *(f"cannot measure {u}" for u in unreadable)],
-            "reason_codes": sorted({*component.reason_codes, "quality-unparseable"}),
-        })
+        return component.model_copy(
+            update={
+                "score": 0.0,
+                "passed": False,
+                "messages": [*component.messages, *(f"cannot measure {u}" for u in unreadable)],
+                "reason_codes": sorted({*component.reason_codes, "quality-unparseable"}),
+            }
+        )
     return component

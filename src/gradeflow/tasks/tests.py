@@ -37,19 +37,26 @@ class TestsOutcome(BaseModel):
     restored: list[str]
 
 
-@task(name="tests", cache_policy=NO_CACHE, retries=INFRA_RETRIES, retry_delay_seconds=1,
-      retry_condition_fn=retry_on_infra)
+@task(
+    name="tests",
+    cache_policy=NO_CACHE,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
 def run_tests(
     task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory
 ) -> TestsOutcome:
     workspace = snapshot.workspace
     assert workspace is not None
     touched = [p for c in snapshot.changes for p in (c.path, c.old_path) if p]
-    restored = restore_from(baseline.pristine, workspace,
-                            [p for p in touched if matches_any(p, protected_globs(task_spec))])
+    restored = restore_from(
+        baseline.pristine, workspace, [p for p in touched if matches_any(p, protected_globs(task_spec))]
+    )
     evidence = candidate_test_run(task_spec, workspace, sandboxes)
-    context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence,
-                             baseline_tests=baseline.tests)
+    context = GradingContext(
+        task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests
+    )
     component = safe_grade(TestGrader(), context)
     if restored:
         component.messages.append(f"restored to base before the run: {', '.join(restored)}")
@@ -69,8 +76,12 @@ def candidate_test_run(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxF
         with sandboxes.open(workspace) as sandbox:
             setup = run_setup(task_spec, sandbox)
             if setup is not None and not setup.ok:
-                return TestRunEvidence(exit_code=setup.exit_code, timed_out=setup.timed_out, setup_failed=True,
-                                       output_tail=(setup.stdout + setup.stderr)[-2000:])
+                return TestRunEvidence(
+                    exit_code=setup.exit_code,
+                    timed_out=setup.timed_out,
+                    setup_failed=True,
+                    output_tail=(setup.stdout + setup.stderr)[-2000:],
+                )
             return run_test_command(task_spec, sandbox)
     finally:
         remove_injected(workspace, injected, backup)
