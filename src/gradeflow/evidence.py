@@ -74,3 +74,5 @@ class PerfEvidence(BaseModel):
     candidate: list[float] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     """Runs that failed or produced no timing, with why."""
+    unchanged: bool = False
+    """The submission changes nothing, so nothing was timed: identical code is not faster."""

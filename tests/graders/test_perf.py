@@ -66,5 +66,13 @@ def test_perf_grader_reports_failed_candidate_runs() -> None:
     assert component.messages == ["candidate run 1: exit code 1"]
 
 
+def test_an_unchanged_submission_is_not_faster() -> None:
+    task = TaskSpec.model_validate(make_task(type="perf", perf={"command": "python bench.py"}))
+    context = GradingContext(task=task, workspace=InMemoryWorkspace(), perf=PerfEvidence(unchanged=True))
+    component = PerfGrader().grade(context)
+    assert (component.score, component.passed, component.details["speedup"]) == (0.0, False, 1.0)
+    assert component.reason_codes == ["perf-below-noise-floor"]
+
+
 def test_perf_grader_is_an_objective() -> None:
     assert _grade([1.0], [0.2]).role == "objective"

@@ -45,6 +45,9 @@ class PerfGrader(Grader):
             "noise_floor": spec.noise_floor,
             "min_speedup": spec.min_speedup,
         }
+        if evidence.unchanged:
+            details["speedup"] = 1.0
+            return self._scored(spec, 1.0, details)
         if evidence.errors or not (_usable(evidence.baseline) and _usable(evidence.candidate)):
             why = evidence.errors or ["a timing was missing, non-finite or not positive"]
             return self.component(

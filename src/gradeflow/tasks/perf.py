@@ -52,6 +52,9 @@ def run_perf(
     if task_spec.perf is None:
         return None
     assert snapshot.workspace is not None
+    if not snapshot.changes:
+        evidence = PerfEvidence(unchanged=True)
+        return safe_grade(PerfGrader(), GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
     base_copy = working_copy(baseline.pristine)
     try:
         with sandboxes.open(base_copy) as base_box, sandboxes.open(snapshot.workspace) as cand_box:
