@@ -1,17 +1,14 @@
-"""Shared fixtures: one Prefect test server per session, a private GRADEFLOW_HOME, task-spec builders."""
+"""Shared fixtures: one Prefect test server per session and a private GRADEFLOW_HOME."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -40,15 +37,3 @@ def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         prefect_test_harness(server_startup_timeout=60),
     ):
         yield
-
-
-def make_task(**overrides: Any) -> dict[str, Any]:
-    """A minimal valid task spec as a dict, with ``overrides`` merged at the top level."""
-    spec: dict[str, Any] = {
-        "task_id": "t1",
-        "type": "bugfix",
-        "repo": "/nonexistent",
-        "tests": {"command": "pytest --junitxml={junit}", "fail_to_pass": [], "pass_to_pass": []},
-    }
-    spec.update(overrides)
-    return spec

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import make_task
+from builders import make_task
 from gradeflow.graders import CompositeGrader, Grader, GradingContext, InMemoryWorkspace, combine
 from gradeflow.graders.composite import safe_grade
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec

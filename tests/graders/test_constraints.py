@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import make_task
+from builders import make_task
 from gradeflow.graders import ConstraintGrader, GradingContext, InMemoryWorkspace
 from gradeflow.models import ChangedFile, TaskSpec
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from conftest import make_task
+from builders import make_task
 from gradeflow.evidence import PerfEvidence
 from gradeflow.graders import GradingContext, InMemoryWorkspace, PerfGrader, perf_score
 from gradeflow.models import TaskSpec

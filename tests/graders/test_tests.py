@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import make_task
+from builders import make_task
 from gradeflow.evidence import Outcome, TestCaseResult, TestRunEvidence
 from gradeflow.graders import GradingContext, InMemoryWorkspace, TestGrader
 from gradeflow.models import TaskSpec

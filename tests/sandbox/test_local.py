@@ -1,0 +1,67 @@
+"""The local sandbox runs real processes: timeouts kill the whole group, the environment is scrubbed."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from gradeflow.sandbox.base import MAX_OUTPUT_BYTES
+from gradeflow.sandbox.local import LocalSandboxFactory
+
+
+@pytest.fixture
+def box(tmp_path: Path):
+    with LocalSandboxFactory().open(tmp_path) as sandbox:
+        yield sandbox
+
+
+def test_runs_in_the_workspace_and_captures_output(box, tmp_path: Path) -> None:
+    result = box.run("pwd; echo oops >&2; exit 3", env={}, timeout=10)
+    assert (result.exit_code, result.stdout.strip(), result.stderr.strip()) == (3, str(tmp_path), "oops")
+    assert not result.ok and not result.timed_out
+
+
+def test_timeout_kills_the_whole_process_group(box, tmp_path: Path) -> None:
+    marker = tmp_path / "survivor"
+    started = time.monotonic()
+    result = box.run(f"(sleep 2; touch {marker}) & sleep 30", env={}, timeout=0.5)
+    assert result.timed_out and result.exit_code is None
+    assert time.monotonic() - started < 10
+    time.sleep(2.5)
+    assert not marker.exists()  # the background child died with the group
+
+
+def test_the_graders_environment_does_not_leak(box, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRADER_SECRET", "s3cr3t-value")
+    result = box.run("env", env={"TASK_VAR": "visible"}, timeout=10)
+    assert "s3cr3t-value" not in result.stdout and "GRADER_SECRET" not in result.stdout
+    assert "TASK_VAR=visible" in result.stdout and "PYTHONHASHSEED=0" in result.stdout
+    assert f"HOME={os.environ.get('HOME')}\n" not in result.stdout
+
+
+def test_output_is_capped(box) -> None:
+    result = box.run("head -c 1000000 /dev/zero | tr '\\0' x", env={}, timeout=10)
+    assert len(result.stdout) <= MAX_OUTPUT_BYTES + 100 and "output truncated" in result.stdout
+
+
+def test_reports_go_outside_the_workspace_and_are_read_back(box, tmp_path: Path) -> None:
+    target = box.output_path("junit.xml")
+    assert not target.startswith(str(tmp_path))
+    box.run(f"echo '<testsuites/>' > {target}", env={}, timeout=10)
+    data, _mtime = box.read_output("junit.xml", 1024)
+    assert data == b"<testsuites/>\n"
+    assert box.read_output("absent.xml", 1024) is None
+    box.run(f"head -c 4096 /dev/zero > {target}", env={}, timeout=10)
+    with pytest.raises(ValueError, match="over the 1024-byte cap"):
+        box.read_output("junit.xml", 1024)
+
+
+def test_close_removes_the_scratch_folders(tmp_path: Path) -> None:
+    sandbox = LocalSandboxFactory().open(tmp_path)
+    scratch = Path(sandbox.output_dir).parent
+    sandbox.close()
+    sandbox.close()  # idempotent
+    assert not scratch.exists() and tmp_path.exists()

@@ -1,0 +1,128 @@
+"""Materializing the base from a git commit, a folder or an archive; reading a submission."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from builders import make_task
+from gradeflow.errors import PatchDoesNotApply, PathEscape, SpecError
+from gradeflow.models import TaskSpec
+from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch
+from gradeflow.tasks._repo import materialize, resolve_base
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(repo),
+    }
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> tuple[Path, str, str]:
+    repo = tmp_path / "upstream"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / "a.py").write_text("VERSION = 1\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    first = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "a.py").write_text("VERSION = 2\n")
+    (repo / "future.py").write_text("LEAK = True\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "two")
+    return repo, first, _git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_a_git_base_is_the_pinned_commit_without_history(git_repo: tuple[Path, str, str], tmp_path: Path) -> None:
+    repo, first, _second = git_repo
+    task = TaskSpec.model_validate(make_task(repo=str(repo), base_revision=first[:7]))
+    base = resolve_base(task)
+    assert (base.kind, base.revision) == ("git", first)
+    materialize(base, tmp_path / "ws")
+    assert (tmp_path / "ws" / "a.py").read_text() == "VERSION = 1\n"
+    assert not (tmp_path / "ws" / "future.py").exists()
+    log = _git(tmp_path / "ws", "log", "--oneline")
+    assert len(log.splitlines()) == 1  # later commits (the answer) are not reachable from the workspace
+
+
+def test_an_unknown_revision_is_a_spec_error(git_repo: tuple[Path, str, str]) -> None:
+    task = TaskSpec.model_validate(make_task(repo=str(git_repo[0]), base_revision="0123456789abcdef"))
+    with pytest.raises(SpecError, match="base_revision: 0123456789abcdef not found"):
+        resolve_base(task)
+
+
+def test_a_folder_base_is_pinned_by_content(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "x.txt").write_text("1")
+    task = TaskSpec.model_validate(make_task(repo=str(folder)))
+    first = resolve_base(task).revision
+    (folder / "x.txt").write_text("2")
+    assert resolve_base(task).revision != first
+
+
+def test_an_archive_base_is_extracted_safely(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "m.py").write_text("X = 1\n")
+    archive = tmp_path / "base.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(src / "m.py", arcname="m.py")
+    base = resolve_base(TaskSpec.model_validate(make_task(repo=str(archive))))
+    assert base.kind == "archive"
+    materialize(base, tmp_path / "ws")
+    assert (tmp_path / "ws" / "m.py").read_text() == "X = 1\n"
+
+
+def test_patches_report_renames_and_binaries(tmp_path: Path) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "old.py").write_text("".join(f"line {i}\n" for i in range(20)))
+    (folder / "img.bin").write_bytes(b"\x00\x01\x02")
+    base = resolve_base(TaskSpec.model_validate(make_task(repo=str(folder))))
+    work = tmp_path / "ws"
+    materialize(base, work)
+    (work / "new.py").write_text((work / "old.py").read_text() + "line 20\n")
+    (work / "old.py").unlink()
+    (work / "img.bin").write_bytes(b"\x00\x09\x02\x03")
+    _git(work, "add", "-A")
+    patch = graded_patch(work)
+    fresh = tmp_path / "fresh"
+    materialize(base, fresh)
+    apply_patch(fresh, patch)
+    changes = {c.path: c for c in changed_files(fresh)}
+    assert changes["new.py"].status == "renamed" and changes["new.py"].old_path == "old.py"
+    assert changes["new.py"].lines_added == 1
+    assert changes["img.bin"].binary and (fresh / "img.bin").read_bytes() == b"\x00\x09\x02\x03"
+
+
+@pytest.mark.parametrize(
+    ("patch", "error"),
+    [
+        ("--- a/../../etc/x\n+++ b/../../etc/x\n@@ -1 +1 @@\n-a\n+b\n", PathEscape),
+        ("diff --git a/x b/x\nrename from x\nrename to /abs/y\n", PathEscape),
+        (
+            "diff --git a/nothere.py b/nothere.py\n--- a/nothere.py\n+++ b/nothere.py\n@@ -1 +1 @@\n-a\n+b\n",
+            PatchDoesNotApply,
+        ),
+    ],
+)
+def test_hostile_or_stale_patches_are_refused(tmp_path: Path, patch: str, error: type[Exception]) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "x").write_text("a\n")
+    work = tmp_path / "ws"
+    materialize(resolve_base(TaskSpec.model_validate(make_task(repo=str(folder)))), work)
+    with pytest.raises(error):
+        apply_patch(work, patch)
+    assert not (tmp_path.parent / "etc").exists()
