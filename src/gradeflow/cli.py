@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from gradeflow.cli_suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true")
     sub.add_parser("schema", help="print the task spec's JSON schema")
     sub.add_parser("profiles", help="list the shipped grading profiles")
+    add_suite_commands(sub)
     return parser
 
 
@@ -64,6 +66,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         for name in available_profiles():
             print(f"{name}\t{load_profile(name).description}")
         return 0
+    if args.command in SUITE_COMMANDS:
+        return run_suite_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)

@@ -1,0 +1,153 @@
+"""The ``evaluate`` and ``report`` subcommands (registered by :mod:`gradeflow.cli`).
+
+``evaluate`` exits 0 when every submission is in the ledger (graded or inconclusive), 1 when some
+could not be graded (run again to retry them), 2 on bad input. ``report`` exits 0, or 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from gradeflow.errors import SpecError
+from gradeflow.suite import Suite
+
+__all__ = ["SUITE_COMMANDS", "add_suite_commands", "run_suite_command"]
+
+SUITE_COMMANDS = ("evaluate", "report")
+
+
+def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``evaluate`` and ``report`` on the ``gradeflow`` subcommand parser."""
+    evaluate = sub.add_parser("evaluate", help="grade a suite (or SWE-bench predictions) into the ledger")
+    evaluate.add_argument("suite", nargs="?", help="path to suite.yaml")
+    evaluate.add_argument("--predictions", help="SWE-bench predictions, JSON lines (instead of a suite)")
+    evaluate.add_argument("--tasks", help="glob of the task specs the predictions refer to")
+    evaluate.add_argument(
+        "--ledger", help="database URL or SQLite file (default: $GRADEFLOW_DATABASE_URL, .gradeflow/ledger.db)"
+    )
+    evaluate.add_argument("--concurrency", type=int, default=1, help="submissions graded at once (default 1)")
+    evaluate.add_argument("--profile", help="a shipped profile name or a profile YAML file")
+    evaluate.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
+    evaluate.add_argument("--swebench-report", help="also write a SWE-bench-style summary JSON here")
+    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    evaluate.add_argument("--json", action="store_true", help="print the run's counts as JSON")
+    report = sub.add_parser("report", help="statistics of the ledger per configuration and task")
+    report.add_argument("--ledger", help="database URL or SQLite file")
+    report.add_argument(
+        "--by",
+        default="model_id,prompt_revision",
+        help="comma-separated record fields (or labels.NAME) defining a configuration",
+    )
+    report.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("A", "B"),
+        help="two configurations to compare, as their values joined by '/' (default: top two)",
+    )
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument("--json", action="store_true", help="print the report as JSON")
+    report.add_argument("--html", help="write a self-contained HTML page with plots here")
+
+
+def run_suite_command(args: argparse.Namespace) -> int:
+    """Run ``evaluate`` or ``report``; a ``GradeflowError`` propagates to the CLI's handler."""
+    return _evaluate(args) if args.command == "evaluate" else _report(args)
+
+
+def _load(args: argparse.Namespace) -> Suite:
+    from gradeflow.suite import load_predictions, load_suite
+
+    if (args.suite is None) == (args.predictions is None):
+        raise SpecError("evaluate: give a suite file or --predictions (exactly one)")
+    if args.predictions is not None:
+        if not args.tasks:
+            raise SpecError("--predictions: --tasks GLOB is required (the task specs to pair with)")
+        return load_predictions(args.predictions, args.tasks)
+    return load_suite(args.suite)
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from gradeflow.flows.evaluate import evaluate
+    from gradeflow.ledger import Ledger
+    from gradeflow.swebench import write_swebench_summary
+
+    if args.concurrency < 1:
+        raise SpecError(f"--concurrency: must be at least 1, got {args.concurrency}")
+    suite = _load(args)
+    ledger = Ledger(args.ledger)
+    try:
+        outcome = evaluate(
+            suite,
+            ledger,
+            concurrency=args.concurrency,
+            profile=args.profile,
+            sandbox=args.sandbox,
+            show_progress=not args.no_progress,
+        )
+    finally:
+        ledger.close()
+    if args.swebench_report:
+        write_swebench_summary(args.swebench_report, suite, outcome.records)
+    inconclusive = sum(r.status == "inconclusive" for r in outcome.records)
+    counts = {
+        "submissions": len(suite.items),
+        "graded": outcome.graded,
+        "skipped": outcome.skipped,
+        "inconclusive": inconclusive,
+        "failed": len(outcome.failed),
+        "ledger": ledger.display_url,
+    }
+    if args.json:
+        print(json.dumps(counts, indent=2))
+    else:
+        print(
+            f"{counts['submissions']} submissions: {outcome.graded} graded now, {outcome.skipped} already "
+            f"recorded, {inconclusive} inconclusive, {len(outcome.failed)} failed; ledger {ledger.display_url}"
+        )
+        for line in outcome.failed:
+            print(f"  failed: {line}", file=sys.stderr)
+    return 1 if outcome.failed else 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from gradeflow.ledger import Ledger
+    from gradeflow.report import build_report
+    from gradeflow.report_html import render_html
+
+    ledger = Ledger(args.ledger)
+    try:
+        records = ledger.records()
+    finally:
+        ledger.close()
+    by = [name.strip() for name in args.by.split(",") if name.strip()]
+    report = build_report(records, by, pair=tuple(args.compare) if args.compare else None, seed=args.seed)
+    if args.html:
+        _write(Path(args.html), render_html(report, records))
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    print(f"{len(records)} records in {ledger.display_url}, by {', '.join(by)}")
+    for stats in report.groups:
+        label = " / ".join(stats.key.values())
+        mean = "–" if stats.mean_score is None else f"{stats.mean_score:.3f}"
+        rate = "–" if stats.pass_rate is None else f"{stats.pass_rate:.2f}"
+        ci = f" [{stats.pass_rate_ci[0]:.2f}, {stats.pass_rate_ci[1]:.2f}]" if stats.pass_rate_ci else ""
+        reasons = ", ".join(f"{code} ({n})" for code, n in stats.top_reasons[:3]) or "none"
+        print(
+            f"  {label}: n={stats.n} graded={stats.graded} inconclusive={stats.inconclusive} mean={mean} "
+            f"pass={rate}{ci} reasons: {reasons}"
+        )
+    if report.comparison:
+        print(report.comparison.verdict)
+    return 0
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"--html: cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,219 @@
+"""The ``evaluate-suite`` flow: plan → skip what the ledger has → warm baselines → grade and record each.
+
+Each submission is a ``grade-and-record`` task that runs the ``grade-submission`` subflow and writes
+one ledger record; the flow's ``ThreadPoolTaskRunner`` bounds how many run at once (grading is mostly
+waiting on subprocesses, so threads overlap well). Each task's baseline is built once, by a
+``warm-baseline`` task its submissions wait for, then served from the cache. A run that is killed
+loses only the submissions in flight: run again and it grades only what the ledger lacks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture, as_completed
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
+from pydantic import BaseModel, ConfigDict, Field
+
+from gradeflow.api import preflight
+from gradeflow.errors import InfraError
+from gradeflow.flows.grade import grade_submission
+from gradeflow.ledger import GradeRecord, Ledger
+from gradeflow.models import GradeResult, TaskSpec
+from gradeflow.progress import Progress
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.suite import Suite, SuiteItem, content_key, patch_hash
+from gradeflow.tasks._repo import resolve_base
+from gradeflow.tasks.baseline import prepare_baseline
+from gradeflow.tasks.environment import describe_environment, pin_base
+
+__all__ = ["Evaluation", "PlannedGrade", "evaluate", "evaluate_suite", "plan_suite", "record_for"]
+
+
+class PlannedGrade(BaseModel):
+    """One suite item with its task spec and the keys that identify its record."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: SuiteItem
+    task: TaskSpec
+    content_key: str
+    patch_hash: str
+    repository_revision: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.content_key, self.item.run_id
+
+    @property
+    def label(self) -> str:
+        return f"{self.item.task_id} {self.item.model_id} {self.item.run_id}"
+
+
+class Evaluation(BaseModel):
+    """What one ``evaluate`` run did; ``records`` follow the suite's order."""
+
+    records: list[GradeRecord] = Field(default_factory=list)
+    """The ledger record of every suite item that has one (graded now or before)."""
+    graded: int = 0
+    """Submissions graded and recorded by this run."""
+    skipped: int = 0
+    """Submissions already in the ledger, not graded again."""
+    failed: list[str] = Field(default_factory=list)
+    """Submissions that could not be graded (a crash, not an inconclusive grade): retried on the next run."""
+
+
+def plan_suite(suite: Suite, profile: str | None) -> list[PlannedGrade]:
+    """Content keys and pinned base revisions for every item of ``suite``."""
+    revisions = {task_id: resolve_base(spec).revision for task_id, spec in suite.tasks.items()}
+    plan = []
+    for item in suite.items:
+        spec = suite.tasks[item.task_id]
+        digest = patch_hash(item.submission)
+        plan.append(
+            PlannedGrade(
+                item=item,
+                task=spec,
+                content_key=content_key(spec, digest, profile),
+                patch_hash=digest,
+                repository_revision=revisions[item.task_id],
+            )
+        )
+    return plan
+
+
+def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> GradeRecord:
+    """The ledger record of one grade: identifiers, counts, scores and codes (no text of any kind)."""
+    counts = _test_counts(result)
+    environment = result.environment.model_dump_json() if result.environment else "unknown"
+    item = planned.item
+    return GradeRecord(
+        run_id=item.run_id,
+        task_id=item.task_id,
+        submission_id=item.submission.submission_id,
+        content_key=planned.content_key,
+        task_spec_hash=planned.task.spec_hash(),
+        patch_hash=planned.patch_hash,
+        repository_revision=planned.repository_revision,
+        environment_fingerprint=hashlib.sha256(environment.encode()).hexdigest()[:16],
+        model_id=item.model_id,
+        prompt_revision=item.prompt_revision,
+        grader_revision=result.gradeflow_version,
+        profile=result.profile,
+        labels=dict(item.labels),
+        tool_calls=item.tool_calls,
+        tests_passed=counts[0] if counts else None,
+        tests_failed=counts[1] if counts else None,
+        files_changed=len(result.files_changed),
+        lines_added=result.lines_added,
+        lines_removed=result.lines_removed,
+        component_scores={c.name: round(c.score, 6) for c in result.components},
+        dimension_scores=dict(result.dimensions),
+        score=result.score,
+        passed=result.passed,
+        decision=result.decision,
+        reason_codes=list(result.reason_codes),
+        status=result.status,
+        timings={**result.timings, "total": round(seconds, 4)},
+    )
+
+
+def _test_counts(result: GradeResult) -> tuple[int, int] | None:
+    try:
+        counts = result.component("tests").details.get("counts", {})
+    except KeyError:
+        return None
+    return int(counts.get("passed", 0)), int(counts.get("failed", 0)) + int(counts.get("error", 0))
+
+
+@task(name="warm-baseline", cache_policy=NO_CACHE)
+def warm_baseline(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> bool:
+    """Build (or find cached) the task's baseline; ``False`` when the environment failed (grades say why)."""
+    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    try:
+        prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
+    except InfraError:
+        return False
+    return True
+
+
+@task(
+    name="grade-and-record", cache_policy=NO_CACHE, task_run_name="grade-{planned.item.task_id}-{planned.item.run_id}"
+)
+def grade_and_record(
+    planned: PlannedGrade, ledger: Ledger, sandbox: str | SandboxFactory | None, profile: str | None
+) -> GradeRecord:
+    """Grade one submission through the ``grade-submission`` subflow and add its record to the ledger."""
+    started = time.perf_counter()
+    state = grade_submission(planned.task, planned.item.submission, sandbox=sandbox, profile=profile, return_state=True)
+    result = state.result()
+    if not isinstance(result, GradeResult):
+        raise TypeError(f"grade-submission returned {type(result).__name__}, not a GradeResult")
+    record = record_for(planned, result, time.perf_counter() - started)
+    ledger.add(record)
+    return record
+
+
+@flow(name="evaluate-suite", flow_run_name="evaluate-{suite.source}", persist_result=False, validate_parameters=False)
+def evaluate_suite(
+    suite: Suite,
+    ledger: Ledger,
+    profile: str | None = None,
+    sandbox: str | SandboxFactory | None = None,
+    show_progress: bool = True,
+) -> Evaluation:
+    """Grade every submission of ``suite`` that ``ledger`` does not hold yet, recording each as it finishes."""
+    plan = plan_suite(suite, profile)
+    recorded = ledger.recorded_keys()
+    pending = list({p.key: p for p in plan if p.key not in recorded}.values())
+    progress = Progress(len(plan), len(plan) - len(pending), enabled=show_progress)
+    warm = {
+        task_id: warm_baseline.submit(suite.tasks[task_id], sandbox)
+        for task_id in dict.fromkeys(p.item.task_id for p in pending)
+    }
+    futures: dict[PrefectFuture[GradeRecord], PlannedGrade] = {
+        grade_and_record.submit(p, ledger, sandbox, profile, return_state=False, wait_for=[warm[p.item.task_id]]): p
+        for p in pending
+    }
+    failed = []
+    for future in as_completed(list(futures)):
+        planned = futures[future]
+        try:
+            outcome = future.result().status
+        except Exception as exc:  # the one boundary: a crash is reported, never recorded, retried next run
+            failed.append(f"{planned.label}: {type(exc).__name__}: {exc}")
+            outcome = "failed"
+        progress.advance(planned.label, outcome)
+    order = {p.key: i for i, p in enumerate(plan)}
+    records = sorted(ledger.records(order), key=lambda r: order[r.key])
+    return Evaluation(
+        records=records, graded=len(pending) - len(failed), skipped=len(plan) - len(pending), failed=failed
+    )
+
+
+def evaluate(
+    suite: Suite,
+    ledger: Ledger,
+    *,
+    concurrency: int = 1,
+    profile: str | None = None,
+    sandbox: str | SandboxFactory | None = None,
+    show_progress: bool = True,
+) -> Evaluation:
+    """Check every task spec up front (``SpecError``), then run ``evaluate-suite`` with ``concurrency`` workers."""
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    for task_id in dict.fromkeys(item.task_id for item in suite.items):
+        preflight(suite.tasks[task_id], sandbox, profile)
+    runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=concurrency)
+    # Each grade is its own flow run: the heartbeat thread would add about a second to every one.
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        result = evaluate_suite.with_options(task_runner=runner)(suite, ledger, profile, sandbox, show_progress)
+    assert isinstance(result, Evaluation)
+    return result

@@ -1,0 +1,248 @@
+"""The evidence ledger: one SQL row per grade, in SQLite (default) or PostgreSQL, through SQLAlchemy 2.
+
+Where: ``--ledger URL`` (or a plain file path, taken as SQLite), else ``$GRADEFLOW_DATABASE_URL``, else
+``sqlite:///.gradeflow/ledger.db`` under the current folder (WAL journal, 30 s busy timeout).
+
+What a caller may rely on:
+
+- A record holds identifiers, counts, booleans, scores, codes and timings only: never patch text,
+  prompts, file contents or names, messages, environment variables or credentials.
+- ``(content_key, run_id)`` is unique. :meth:`Ledger.add` is one atomic ``INSERT ... ON CONFLICT DO
+  NOTHING``: a resumed or concurrent evaluation never duplicates a record, and concurrent writers
+  (threads or processes) lose none.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Engine,
+    Float,
+    Integer,
+    String,
+    Table,
+    UniqueConstraint,
+    create_engine,
+    event,
+    insert,
+    select,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from gradeflow.errors import InfraError, SpecError
+
+__all__ = ["DEFAULT_LEDGER", "GradeRecord", "Ledger", "ledger_url"]
+
+DEFAULT_LEDGER = Path(".gradeflow") / "ledger.db"
+
+
+class GradeRecord(BaseModel):
+    """One grade as the ledger keeps it (the evidence record of the scoring policy)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    """The agent run that produced the submission."""
+    task_id: str
+    submission_id: str
+    content_key: str
+    """Hash of task spec hash, patch hash, grading profile and gradeflow version."""
+    task_spec_hash: str
+    patch_hash: str
+    repository_revision: str
+    """The pinned base: a commit id or a content hash."""
+    environment_fingerprint: str
+    """Hash of the sandbox, image, architecture, Python, timezone, hash seed and gradeflow version."""
+    model_id: str
+    prompt_revision: str
+    grader_revision: str
+    """The gradeflow version that graded."""
+    profile: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    tool_calls: int | None = None
+    tests_passed: int | None = None
+    tests_failed: int | None = None
+    """Failed plus errored test cases; ``None`` when no test ran."""
+    files_changed: int = 0
+    lines_added: int = 0
+    lines_removed: int = 0
+    component_scores: dict[str, float] = Field(default_factory=dict)
+    dimension_scores: dict[str, float | None] = Field(default_factory=dict)
+    score: float | None
+    """``None`` when inconclusive."""
+    passed: bool
+    decision: str
+    reason_codes: list[str] = Field(default_factory=list)
+    status: str
+    """``graded`` or ``inconclusive``."""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds per grading step, plus ``total``."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The identity of a record: ``(content_key, run_id)``."""
+        return self.content_key, self.run_id
+
+
+class _Base(DeclarativeBase):
+    pass
+
+
+class _GradeRow(_Base):
+    __tablename__ = "gradeflow_grades"
+    __table_args__ = (UniqueConstraint("content_key", "run_id", name="uq_gradeflow_grades_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_id: Mapped[str] = mapped_column(String(200), index=True)
+    task_id: Mapped[str] = mapped_column(String(128), index=True)
+    submission_id: Mapped[str] = mapped_column(String(128))
+    content_key: Mapped[str] = mapped_column(String(64))
+    task_spec_hash: Mapped[str] = mapped_column(String(64))
+    patch_hash: Mapped[str] = mapped_column(String(64))
+    repository_revision: Mapped[str] = mapped_column(String(64))
+    environment_fingerprint: Mapped[str] = mapped_column(String(64))
+    model_id: Mapped[str] = mapped_column(String(200), index=True)
+    prompt_revision: Mapped[str] = mapped_column(String(200))
+    grader_revision: Mapped[str] = mapped_column(String(64))
+    profile: Mapped[str] = mapped_column(String(200))
+    labels: Mapped[dict[str, str]] = mapped_column(JSON)
+    tool_calls: Mapped[int | None] = mapped_column(Integer)
+    tests_passed: Mapped[int | None] = mapped_column(Integer)
+    tests_failed: Mapped[int | None] = mapped_column(Integer)
+    files_changed: Mapped[int] = mapped_column(Integer)
+    lines_added: Mapped[int] = mapped_column(Integer)
+    lines_removed: Mapped[int] = mapped_column(Integer)
+    component_scores: Mapped[dict[str, float]] = mapped_column(JSON)
+    dimension_scores: Mapped[dict[str, float | None]] = mapped_column(JSON)
+    score: Mapped[float | None] = mapped_column(Float)
+    passed: Mapped[bool] = mapped_column(Boolean)
+    decision: Mapped[str] = mapped_column(String(32))
+    reason_codes: Mapped[list[str]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(32))
+    timings: Mapped[dict[str, float]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+_COLUMNS = [c.name for c in _GradeRow.__table__.columns if c.name != "id"]
+
+
+def ledger_url(explicit: str | None = None) -> str:
+    """The ledger's SQLAlchemy URL: ``explicit``, ``$GRADEFLOW_DATABASE_URL``, or the default SQLite file."""
+    value = explicit or os.environ.get("GRADEFLOW_DATABASE_URL") or str(DEFAULT_LEDGER)
+    if "://" in value:
+        return value
+    return f"sqlite:///{Path(value).expanduser().resolve()}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _engine(url: str) -> Engine:
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise SpecError(f"--ledger: not a database URL: {exc}") from None
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(parsed, connect_args={"timeout": 30})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    try:
+        return create_engine(parsed, pool_pre_ping=True)
+    except (ArgumentError, ImportError) as exc:
+        raise SpecError(f"--ledger: unsupported database URL {parsed.render_as_string()}: {exc}") from None
+
+
+class Ledger:
+    """A handle on one ledger database; thread-safe, cheap to share between Prefect tasks."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = ledger_url(url)
+        self._engine = _engine(self.url)
+        self._create_schema()
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any password hidden, for messages."""
+        return self._engine.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        return self._engine.dialect.name
+
+    def _create_schema(self) -> None:
+        for attempt in range(3):
+            try:
+                _Base.metadata.create_all(self._engine)
+                return
+            except (IntegrityError, ProgrammingError) as exc:  # another process created it at the same time
+                if attempt == 2:
+                    raise InfraError(
+                        f"ledger {self.display_url}: cannot create tables: {exc.orig}", reason_code="ledger-unavailable"
+                    ) from exc
+            except OperationalError as exc:
+                raise InfraError(
+                    f"ledger {self.display_url}: cannot connect: {str(exc.orig).strip()}",
+                    reason_code="ledger-unavailable",
+                ) from exc
+
+    def add(self, record: GradeRecord) -> bool:
+        """Insert ``record`` atomically; ``False`` when ``(content_key, run_id)`` was already recorded."""
+        values = record.model_dump(mode="python")
+        table = cast(Table, _GradeRow.__table__)
+        if self.dialect == "sqlite":
+            stmt: Any = sqlite.insert(table).values(values).on_conflict_do_nothing()
+        elif self.dialect == "postgresql":
+            stmt = postgresql.insert(table).values(values).on_conflict_do_nothing()
+        else:
+            stmt = insert(table).values(values)
+        try:
+            with self._engine.begin() as connection:
+                return connection.execute(stmt.returning(table.c.id)).first() is not None
+        except IntegrityError:
+            return False
+
+    def recorded_keys(self) -> set[tuple[str, str]]:
+        """Every ``(content_key, run_id)`` in the ledger."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(_GradeRow.content_key, _GradeRow.run_id))
+            return {(row[0], row[1]) for row in rows}
+
+    def records(self, keys: Iterable[tuple[str, str]] | None = None) -> list[GradeRecord]:
+        """All records in insertion order, or only those whose key is in ``keys``."""
+        wanted = set(keys) if keys is not None else None
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(_GradeRow.__table__).order_by(_GradeRow.id)).mappings()
+            found = [_to_record(row) for row in rows]
+        return found if wanted is None else [r for r in found if r.key in wanted]
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._engine.dispose()
+
+
+def _to_record(row: Any) -> GradeRecord:
+    values = {name: row[name] for name in _COLUMNS}
+    created: datetime = values["created_at"]
+    # SQLite keeps no zone (everything is written in UTC); PostgreSQL answers in the session's zone.
+    values["created_at"] = created.replace(tzinfo=UTC) if created.tzinfo is None else created.astimezone(UTC)
+    return GradeRecord.model_validate(values)
