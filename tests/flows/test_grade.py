@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes import BUG, FIX, diff, junit
+from fakes import BUG, FIX, diff, fake_pytest, junit
 
 from gradeflow import grade, load_task
 from gradeflow.errors import SandboxUnavailable
@@ -15,9 +16,7 @@ from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
 pytestmark = pytest.mark.usefixtures("prefect")
 
 
-def test_reference_fix_passes_with_every_result_field(
-    repo_task: Callable[..., Path], fake: FakeSandboxFactory
-) -> None:
+def test_reference_fix_passes_with_every_result_field(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
     result = grade(load_task(repo_task()), patch=diff(BUG, FIX), sandbox=fake, submission_id="s-1")
     assert (result.status, result.passed, result.score, result.decision) == (
         "graded",
@@ -101,9 +100,7 @@ def test_hidden_tests_are_present_for_the_run_only(
     assert "test_hidden" not in result.patch and result.files_changed == ["src/calc.py"]
 
 
-def test_baseline_is_cached_across_flow_runs(
-    repo_task: Callable[..., Path], fake: FakeSandboxFactory
-) -> None:
+def test_baseline_is_cached_across_flow_runs(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
     task = load_task(repo_task(task_id="cached"))
     grade(task, patch=diff(BUG, FIX), sandbox=fake)
     first = len(fake.calls)
@@ -118,12 +115,37 @@ def test_sandbox_failure_is_retried_then_inconclusive(repo_task: Callable[..., P
         attempts.append(call.command)
         raise SandboxUnavailable("the engine does not answer")
 
-    result = grade(
-        load_task(repo_task(task_id="noengine")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(broken)
-    )
+    result = grade(load_task(repo_task(task_id="noengine")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(broken))
     assert (result.status, result.score, result.decision) == ("inconclusive", None, "inconclusive")
     assert result.reason_codes == ["sandbox-unavailable"] and result.exit_code == 3
     assert len(attempts) == 3  # the first try and two retries
+
+
+def test_workspaces_are_discarded_even_when_a_step_fails(repo_task: Callable[..., Path]) -> None:
+    def flaky_engine(call: FakeCall) -> CommandResult:
+        if "ZeroDivisionError" in call.read("src/calc.py"):
+            raise SandboxUnavailable("the engine went away")
+        return fake_pytest(call)
+
+    before = set(Path(tempfile.gettempdir()).glob("gradeflow-ws-*"))
+    result = grade(
+        load_task(repo_task(task_id="midway")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(flaky_engine)
+    )
+    assert (result.status, result.reason_codes, result.files_changed) == (
+        "inconclusive",
+        ["sandbox-unavailable"],
+        ["src/calc.py"],
+    )
+    assert set(Path(tempfile.gettempdir()).glob("gradeflow-ws-*")) <= before
+
+
+def test_an_internal_bug_is_an_inconclusive_outcome_not_a_crash(repo_task: Callable[..., Path]) -> None:
+    def buggy(call: FakeCall) -> CommandResult:
+        raise KeyError("oops")
+
+    result = grade(load_task(repo_task(task_id="bug")), patch="", sandbox=FakeSandboxFactory(buggy))
+    assert (result.status, result.reason_codes) == ("inconclusive", ["internal-error"])
+    assert "KeyError" in result.messages[0]
 
 
 def test_broken_baseline_is_inconclusive_and_never_cached(repo_task: Callable[..., Path]) -> None:
@@ -159,9 +181,7 @@ def test_candidate_timeout_is_a_real_zero(repo_task: Callable[..., Path]) -> Non
         call.write_output("junit.xml", junit({"test_div": "failed", "test_add": "passed"}))
         return call.result(1)
 
-    result = grade(
-        load_task(repo_task(task_id="timeout")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(handler)
-    )
+    result = grade(load_task(repo_task(task_id="timeout")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(handler))
     assert (result.status, result.score, result.passed) == ("graded", 0.0, False)
     assert result.component("tests").reason_codes == ["test-timeout"]
 
@@ -190,9 +210,7 @@ def test_bad_patches_are_graded_not_crashed(
     assert not Path("/tmp/x").exists() or Path("/tmp/x").read_text() != "pwned\n"
 
 
-def test_a_symlink_pointing_out_is_a_path_escape(
-    repo_task: Callable[..., Path], fake: FakeSandboxFactory
-) -> None:
+def test_a_symlink_pointing_out_is_a_path_escape(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
     patch = (
         "diff --git a/src/leak b/src/leak\nnew file mode 120000\n--- /dev/null\n+++ b/src/leak\n"
         "@@ -0,0 +1 @@\n+/etc/passwd\n\\ No newline at end of file\n"

@@ -84,9 +84,9 @@ def require_report(evidence: TestRunEvidence, where: str) -> TestRunEvidence:
     """The evidence, or ``InfraError`` when the run produced no usable report (used on the pristine base)."""
     if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
         why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
+        # The command's output stays out of the message: results never carry file contents or secrets.
         raise InfraError(
-            f"{where}: the test command gave no usable report ({why}); "
-            f"output ends: {evidence.output_tail[-300:]!r}",
+            f"{where}: the test command gave no usable report ({why}, exit code {evidence.exit_code})",
             reason_code="baseline-broken",
         )
     return evidence

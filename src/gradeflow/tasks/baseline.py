@@ -107,8 +107,7 @@ def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory
             setup = run_setup(task_spec, sandbox)
             if setup is not None and not setup.ok:
                 raise BaselineBroken(
-                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code}): "
-                    f"{(setup.stdout + setup.stderr)[-300:]!r}",
+                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code})",
                     reason_code="setup-failed",
                 )
             return require_report(run_test_command(task_spec, sandbox), f"task {task_spec.task_id} base")
