@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from gradeflow.cli_service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli_suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the task spec's JSON schema")
     sub.add_parser("profiles", help="list the shipped grading profiles")
     add_suite_commands(sub)
+    add_service_commands(sub)
     return parser
 
 
@@ -68,6 +70,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command in SUITE_COMMANDS:
         return run_suite_command(args)
+    if args.command in SERVICE_COMMANDS:
+        return run_service_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)

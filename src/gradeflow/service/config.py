@@ -1,0 +1,76 @@
+"""The service config file: nightly schedule, the suite it evaluates, sandbox slots, GitHub routing.
+
+Found at ``--config PATH``, else ``$GRADEFLOW_CONFIG``, else ``gradeflow.yaml`` in the current folder
+when it exists; otherwise every default applies. Relative paths resolve against the file's folder.
+An unknown key or a bad value is a ``SpecError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gradeflow.errors import SpecError
+from gradeflow.spec import load_yaml, validation_message
+
+__all__ = ["DEFAULT_SCHEDULE", "GitHubConfig", "ServiceConfig", "load_service_config"]
+
+DEFAULT_SCHEDULE = "0 2 * * *"
+
+
+class GitHubConfig(BaseModel):
+    """How ``/hooks/github`` turns a pull request into a grade."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    repos: dict[str, str] = Field(default_factory=dict)
+    """``owner/name`` → ``task_id``: the task spec a pull request of that repository is graded against."""
+    fetch_diffs: bool = True
+    """Fetch the pull request's diff from its ``diff_url``; off where the network is closed."""
+    token_env: str = "GITHUB_TOKEN"
+    """Environment variable holding a token for private repositories (sent only to the diff URL)."""
+
+
+class ServiceConfig(BaseModel):
+    """Settings of ``gradeflow serve``, ``deploy`` and ``webhook``; every field has a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schedule: str = DEFAULT_SCHEDULE
+    """Cron expression of the ``evaluate-suite`` deployment (default: nightly at 02:00)."""
+    timezone: str = "UTC"
+    suite: str = "suite.yaml"
+    """The suite the scheduled evaluation grades."""
+    ledger: str | None = None
+    """Ledger URL of the scheduled evaluation; default ``$GRADEFLOW_DATABASE_URL`` or ``.gradeflow/ledger.db``."""
+    concurrency: int = Field(default=2, ge=1, le=64)
+    """Submissions graded at once inside one evaluation."""
+    sandbox_slots: int = Field(default=4, ge=1)
+    """Size of the ``gradeflow-sandbox`` global concurrency limit: grades running at once, all workers together."""
+    github: GitHubConfig = Field(default_factory=GitHubConfig)
+
+
+def _config_path(path: str | Path | None) -> Path | None:
+    if path is not None:
+        return Path(path)
+    if os.environ.get("GRADEFLOW_CONFIG"):
+        return Path(os.environ["GRADEFLOW_CONFIG"])
+    default = Path("gradeflow.yaml")
+    return default if default.is_file() else None
+
+
+def load_service_config(path: str | Path | None = None) -> ServiceConfig:
+    """The service config (defaults when there is no file); ``SpecError`` on a bad file."""
+    file = _config_path(path)
+    if file is None:
+        return ServiceConfig(suite=str(Path("suite.yaml").resolve()))
+    data = load_yaml(file, "service config") or {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{file}: the service config is a YAML mapping, got {type(data).__name__}")
+    try:
+        config = ServiceConfig.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(validation_message(exc, str(file))) from None
+    return config.model_copy(update={"suite": str((file.resolve().parent / config.suite).resolve())})

@@ -1,0 +1,91 @@
+"""``gradeflow serve`` and ``gradeflow deploy --pool NAME``: the two service deployments.
+
+- ``grade-request/grade-submission``: grades one :class:`GradeRequest`; the webhook receiver starts its runs.
+- ``evaluate-request/evaluate-suite``: evaluates the configured suite on the configured cron schedule
+  (default nightly, 02:00 UTC).
+
+``serve`` runs both in this process (``prefect.serve``); ``deploy`` registers them on a ``process``
+work pool (created when missing) for ``prefect worker start --pool NAME`` processes to pull. Both make
+sure the ``gradeflow-sandbox`` global concurrency limit exists with the configured number of slots.
+Entry points are module paths, so any worker with gradeflow installed can run them.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+
+from prefect import serve
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.actions import WorkPoolCreate
+from prefect.deployments.runner import RunnerDeployment
+from prefect.exceptions import ObjectAlreadyExists
+from prefect.schedules import Cron
+from prefect.types.entrypoint import EntrypointType
+
+from gradeflow.service.config import ServiceConfig
+from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
+from gradeflow.service.requests import EvaluateRequest
+
+__all__ = [
+    "EVALUATE_DEPLOYMENT",
+    "GRADE_DEPLOYMENT",
+    "build_deployments",
+    "deploy_to_pool",
+    "ensure_sandbox_limit",
+    "serve_deployments",
+]
+
+GRADE_DEPLOYMENT = "grade-request/grade-submission"
+"""Full name (``flow/deployment``) of the deployment that grades one request."""
+EVALUATE_DEPLOYMENT = "evaluate-request/evaluate-suite"
+"""Full name of the scheduled suite evaluation."""
+
+
+def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> list[RunnerDeployment]:
+    """The two deployments, with the schedule, default parameters and tags from ``config``."""
+    grade = grade_request.to_deployment(
+        name="grade-submission",
+        description="Grade one submission (started by the webhook receiver or from the UI form).",
+        tags=["gradeflow"],
+        work_pool_name=work_pool,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
+    nightly = EvaluateRequest(suite=config.suite, ledger=config.ledger, concurrency=config.concurrency)
+    evaluate = evaluate_request.to_deployment(
+        name="evaluate-suite",
+        description=f"Evaluate {config.suite} into the ledger on the schedule {config.schedule!r}.",
+        schedules=[Cron(config.schedule, timezone=config.timezone)],
+        parameters={"request": nightly.model_dump(mode="json")},
+        tags=["gradeflow", "nightly"],
+        work_pool_name=work_pool,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
+    assert isinstance(grade, RunnerDeployment) and isinstance(evaluate, RunnerDeployment)
+    return [grade, evaluate]
+
+
+def ensure_sandbox_limit(slots: int) -> None:
+    """Create (or resize) the ``gradeflow-sandbox`` global concurrency limit to ``slots`` slots."""
+    with get_client(sync_client=True) as client:
+        client.upsert_global_concurrency_limit_by_name(SANDBOX_LIMIT, slots)
+
+
+def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
+    """Serve both deployments in this process until interrupted; ``limit`` bounds concurrent runs."""
+    ensure_sandbox_limit(config.sandbox_slots)
+    serve(*build_deployments(config), limit=limit)
+
+
+def _ensure_process_pool(name: str) -> None:
+    from prefect.workers.process import ProcessWorker
+
+    template = ProcessWorker.get_default_base_job_template()
+    with get_client(sync_client=True) as client, suppress(ObjectAlreadyExists):
+        client.create_work_pool(WorkPoolCreate(name=name, type="process", base_job_template=template))
+
+
+def deploy_to_pool(config: ServiceConfig, pool: str) -> list[str]:
+    """Register both deployments on the ``process`` work pool ``pool``; returns their ids."""
+    _ensure_process_pool(pool)
+    ensure_sandbox_limit(config.sandbox_slots)
+    return [str(deployment.apply(work_pool_name=pool)) for deployment in build_deployments(config, pool)]

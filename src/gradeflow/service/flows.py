@@ -1,0 +1,120 @@
+"""The flows the service deployments run.
+
+``grade-request`` loads the task spec a :class:`GradeRequest` names and runs the grading graph of
+``grade-submission`` in its own flow run (tasks, artifacts and the ``Inconclusive`` state land on the
+run the UI shows), inside one slot of the ``gradeflow-sandbox`` global concurrency limit, then tags the
+run with the task id, model, profile and decision. ``evaluate-request`` runs ``evaluate-suite`` on a
+suite file into a ledger. What a caller may rely on: a grade request whose spec cannot be loaded, or
+whose ``task_id`` differs from the spec's, fails the run with a ``SpecError`` message; nothing is graded.
+"""
+
+from __future__ import annotations
+
+import re
+from uuid import UUID
+
+from prefect import flow, get_run_logger
+from prefect.client.orchestration import get_client
+from prefect.concurrency.sync import concurrency
+from prefect.runtime import flow_run
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+from prefect.states import State
+
+from gradeflow.errors import SpecError
+from gradeflow.flows.grade import grade_submission
+from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.service.requests import EvaluateRequest, GradeRequest
+from gradeflow.spec import load_task
+
+__all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
+
+SANDBOX_LIMIT = "gradeflow-sandbox"
+"""The global concurrency limit every service grade holds one slot of while it uses a sandbox."""
+
+
+def run_tags(request: GradeRequest, result: GradeResult | None) -> list[str]:
+    """The tags of a grade's flow run: ``task:…``, ``model:…``, ``profile:…`` and ``decision:…``."""
+    tags = [f"task:{request.task_id}", f"model:{request.metadata.get('model', 'unknown')}"]
+    if result is not None:
+        tags += [f"profile:{result.profile}", f"decision:{result.decision}", f"status:{result.status}"]
+    return [re.sub(r"[^A-Za-z0-9._:/@+-]", "-", tag)[:100] for tag in tags]
+
+
+def _tag_run(tags: list[str]) -> None:
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return
+    with get_client(sync_client=True) as client:
+        current = client.read_flow_run(UUID(run_id)).tags
+        client.update_flow_run(UUID(run_id), tags=sorted({*current, *tags}))
+
+
+@flow(name="grade-request", flow_run_name="grade-{request.task_id}-{request.submission_id}", persist_result=False)
+def grade_request(request: GradeRequest) -> GradeResult | State:
+    """Grade the request's patch against its task spec; returns what ``grade-submission`` returns."""
+    task_spec = load_task(request.task_path)
+    if task_spec.task_id != request.task_id:
+        raise SpecError(f"{request.task_path}: task_id is {task_spec.task_id!r}, the request says {request.task_id!r}")
+    submission = Submission(submission_id=request.submission_id, patch=request.patch)
+    _tag_run(run_tags(request, None))
+    with concurrency(SANDBOX_LIMIT, occupy=1):
+        outcome = grade_submission.fn(task_spec, submission, sandbox=request.sandbox, profile=request.profile)
+    result = outcome if isinstance(outcome, GradeResult) else outcome.data
+    if isinstance(result, GradeResult):
+        _tag_run(run_tags(request, result))
+        if request.ledger:
+            _record(request, task_spec, submission, result)
+        get_run_logger().info("%s", result.summary())
+    return outcome
+
+
+def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, result: GradeResult) -> None:
+    """Add the grade to the request's ledger; a re-run of the same submission adds nothing."""
+    from gradeflow.flows.evaluate import PlannedGrade, record_for
+    from gradeflow.ledger import Ledger
+    from gradeflow.suite import SuiteItem, content_key, patch_hash
+    from gradeflow.tasks._repo import resolve_base
+
+    item = SuiteItem(
+        task_id=request.task_id,
+        submission=submission,
+        run_id=request.submission_id,
+        model_id=request.metadata.get("model", "unknown"),
+    )
+    digest = patch_hash(submission)
+    planned = PlannedGrade(
+        item=item,
+        task=task_spec,
+        content_key=content_key(task_spec, digest, request.profile),
+        patch_hash=digest,
+        repository_revision=resolve_base(task_spec).revision,
+    )
+    ledger = Ledger(request.ledger)
+    try:
+        ledger.add(record_for(planned, result, sum(result.timings.values())))
+    finally:
+        ledger.close()
+
+
+@flow(name="evaluate-request", flow_run_name="evaluate-nightly", persist_result=False)
+def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
+    """Evaluate the suite into the ledger; returns the counts (graded, skipped, failed)."""
+    from gradeflow.flows.evaluate import evaluate
+    from gradeflow.ledger import Ledger
+    from gradeflow.suite import load_suite
+
+    suite = load_suite(request.suite)
+    ledger = Ledger(request.ledger)
+    try:
+        with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            outcome = evaluate(
+                suite,
+                ledger,
+                concurrency=request.concurrency,
+                profile=request.profile,
+                sandbox=request.sandbox,
+                show_progress=False,
+            )
+    finally:
+        ledger.close()
+    return {"graded": outcome.graded, "skipped": outcome.skipped, "failed": len(outcome.failed)}

@@ -1,0 +1,52 @@
+"""The parameters of the service deployments, as pydantic models so the Prefect UI renders a form.
+
+A request names its task spec by file path (what a worker loads) and by ``task_id`` (what the sender
+knows); the flow refuses a spec whose ``task_id`` differs, so a misrouted request never grades the
+wrong task.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvaluateRequest", "GradeRequest"]
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+
+class GradeRequest(BaseModel):
+    """One submission to grade: which task spec, which patch, and who sent it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_id: str = Field(pattern=_ID)
+    """The ``task_id`` of the task spec; must match the spec found at ``task_path``."""
+    task_path: str
+    """Path of the ``task.yaml`` as the worker sees it (the webhook resolves it from its ``--tasks`` folder)."""
+    submission_id: str = Field(pattern=_ID)
+    """The submission's identifier; the flow run is named ``grade-{task_id}-{submission_id}``."""
+    patch: str = Field(json_schema_extra={"format": "text"})
+    """The unified diff to grade (may be empty: an empty submission)."""
+    metadata: dict[str, str] = Field(default_factory=dict)
+    """Short strings about the sender (``model``, ``repo``, ``pr``, …); ``model`` becomes a run tag."""
+    profile: str | None = None
+    """A shipped grading profile name or a profile YAML path; default: the task spec's."""
+    sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
+    """``local`` or ``docker``; default: the task spec's ``environment.sandbox``."""
+    ledger: str | None = None
+    """When set, the result is also recorded in this ledger (URL or SQLite path), once per submission."""
+
+
+class EvaluateRequest(BaseModel):
+    """One evaluation of a suite into the ledger (what the nightly schedule runs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    suite: str
+    """Path of ``suite.yaml`` as the worker sees it."""
+    ledger: str | None = None
+    """Ledger database URL or SQLite path; default ``$GRADEFLOW_DATABASE_URL`` or ``.gradeflow/ledger.db``."""
+    concurrency: int = Field(default=2, ge=1, le=64)
+    """Submissions graded at once."""
+    profile: str | None = None
+    sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
