@@ -1,0 +1,35 @@
+"""The Prefect UI shows a grade as a person would look at it: headless Chromium on the flow run page."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from chromium_page import ChromiumPage
+from service_procs import Delivery, Service
+
+pytestmark = pytest.mark.slow
+
+TASKS = ["environment", "pin-base", "baseline", "snapshot", "constraints", "tests", "quality", "perf", "combine"]
+
+
+def test_the_flow_run_page_shows_the_tasks_tags_and_artifacts(
+    service: Service, graded: Delivery, chromium: str, tmp_path: Path
+) -> None:
+    page = ChromiumPage(chromium, tmp_path / "profile")
+    url = service.api_url.removesuffix("/api") + f"/runs/flow-run/{graded.run['id']}"
+    try:
+        page.goto(url)
+        header = page.wait_for_text(["grade-calc-divzero-webhook-1", "decision:merge-candidate", "Task Runs"], 60)
+        assert "grade-submission" in header  # the deployment link
+        page.click("task-runs")
+        listing = page.wait_for_text([f"{name}-" for name in TASKS], 30)
+        assert "9 Task runs" in listing or "(9 Completed)" in listing
+        page.click("artifacts")
+        page.wait_for_text(["grade-calc-divzero-webhook-1-summary", "grade-calc-divzero-webhook-1-components"], 30)
+        shot = Path(os.environ.get("GRADEFLOW_UI_SCREENSHOT", tmp_path / "flow-run.png"))
+        page.screenshot(shot)
+        assert shot.stat().st_size > 10_000
+    finally:
+        page.close()

@@ -1,0 +1,80 @@
+"""The webhook receiver against a real ``prefect server start`` and a real ``gradeflow serve``."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from service_procs import SECRET, Delivery, Service, grade_payload, signed_post
+
+from gradeflow.ledger import Ledger
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_signed_delivery_completes_a_run_that_carries_the_payload(service: Service, graded: Delivery) -> None:
+    run = graded.run
+    assert run["state_type"] == "COMPLETED", run["state"]
+    assert run["name"] == "grade-calc-divzero-webhook-1"
+    request = run["parameters"]["request"]
+    assert request["patch"] == graded.payload["patch"]
+    assert request["submission_id"] == "webhook-1"
+    assert request["metadata"] == graded.payload["metadata"]
+    tags = set(run["tags"])
+    assert {"task:calc-divzero", "model:agent-x", "profile:default", "decision:merge-candidate"} <= tags
+    keys = {a["key"] for a in service.api.artifacts(run["id"])}
+    assert {"grade-calc-divzero-webhook-1-components", "grade-calc-divzero-webhook-1-summary"} <= keys
+    ledger = Ledger(str(service.ledger))
+    try:
+        assert [r.passed for r in ledger.records() if r.run_id == "webhook-1"] == [True]
+    finally:
+        ledger.close()
+
+
+def test_a_redelivery_is_refused_and_starts_no_second_run(service: Service, graded: Delivery) -> None:
+    again = signed_post(f"{service.webhook}/hooks/grade", graded.payload, SECRET, graded.delivery_id)
+    assert again.status_code == 409
+    assert again.json()["error"] == "replayed"
+    time.sleep(2)
+    assert len(service.api.runs_named("grade-calc-divzero-webhook-1")) == 1
+
+
+@pytest.mark.parametrize(
+    ("secret", "headers", "error"),
+    [("wrong-secret", {}, "bad-signature"), (None, {}, "unsigned")],
+)
+def test_a_badly_signed_delivery_starts_no_run(
+    service: Service, secret: str | None, headers: dict[str, str], error: str
+) -> None:
+    payload = grade_payload(f"forged-{error}")
+    if secret is None:
+        import httpx
+
+        response = httpx.post(f"{service.webhook}/hooks/grade", json=payload, timeout=30)
+    else:
+        response = signed_post(f"{service.webhook}/hooks/grade", payload, secret, f"d-{error}", **headers)
+    assert response.status_code == 401
+    assert response.json()["error"] == error
+    time.sleep(1)
+    assert service.api.runs_named(f"grade-calc-divzero-forged-{error}") == []
+
+
+def test_the_nightly_evaluation_is_scheduled_from_the_config(service: Service) -> None:
+    deployment = service.api.deployment("evaluate-request/evaluate-suite")
+    assert deployment is not None
+    assert [s["schedule"]["cron"] for s in deployment["schedules"]] == ["30 3 * * *"]
+    assert deployment["parameters"]["request"]["suite"] == str(service.home / "suite.yaml")
+    assert "request" in deployment["parameter_openapi_schema"]["properties"]
+
+
+def test_the_evaluate_suite_deployment_grades_the_suite_into_the_ledger(service: Service) -> None:
+    deployment = service.api.deployment("evaluate-request/evaluate-suite")
+    assert deployment is not None
+    run = service.api.wait_final(service.api.create_run(deployment["id"], {}), 150)
+    assert run["state_type"] == "COMPLETED", run["state"]
+    ledger = Ledger(str(service.ledger))
+    try:
+        outcome = {r.run_id: r.passed for r in ledger.records() if r.run_id.startswith("nightly-")}
+    finally:
+        ledger.close()
+    assert outcome == {"nightly-1": True, "nightly-2": False}
