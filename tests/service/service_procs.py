@@ -117,7 +117,12 @@ class Api:
         self.client = httpx.Client(base_url=url.rstrip("/") + "/", timeout=30)
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
-        response = self.client.post(path, json=body)
+        """POST with the Prefect client's own policy: retry a 503 (SQLite busy) with backoff."""
+        for attempt in range(8):
+            response = self.client.post(path, json=body)
+            if response.status_code not in (429, 503):
+                break
+            time.sleep(0.2 * 2**attempt)
         response.raise_for_status()
         return response.json()
 
@@ -141,6 +146,17 @@ class Api:
 
     def artifacts(self, run_id: str) -> list[dict[str, Any]]:
         return list(self._post("artifacts/filter", {"artifacts": {"flow_run_id": {"any_": [run_id]}}}))
+
+    def worker_executed(self, run_id: str) -> bool:
+        """Whether a worker emitted ``prefect.worker.executed-flow-run`` for this flow run."""
+        body = {
+            "filter": {
+                "event": {"name": ["prefect.worker.executed-flow-run"]},
+                "related": {"resources_in_roles": [[f"prefect.flow-run.{run_id}", "flow-run"]]},
+            },
+            "limit": 5,
+        }
+        return bool(self._post("events/filter", body)["events"])
 
     def create_run(self, deployment_id: str, parameters: dict[str, Any]) -> str:
         return str(self._post(f"deployments/{deployment_id}/create_flow_run", {"parameters": parameters})["id"])

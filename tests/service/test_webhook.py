@@ -1,0 +1,229 @@
+"""The receiver's checks, in-process (Starlette's TestClient) with a recording stand-in for Prefect."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_procs import EXAMPLES
+from starlette.testclient import TestClient
+
+from gradeflow.errors import SpecError
+from gradeflow.service.config import GitHubConfig, ServiceConfig
+from gradeflow.service.github import DiffUnavailable
+from gradeflow.service.requests import GradeRequest
+from gradeflow.service.webhook import MAX_BODY_BYTES, create_app, sign
+
+SECRET = "unit-secret"
+
+
+class Starter:
+    """Records every run it is asked to create; fails while ``down`` is set."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[GradeRequest, str]] = []
+        self.down = False
+
+    async def __call__(self, request: GradeRequest, key: str) -> str:
+        if self.down:
+            raise ConnectionError("prefect API unreachable")
+        self.runs.append((request, key))
+        return f"00000000-0000-0000-0000-{len(self.runs):012d}"
+
+
+async def fake_fetch(url: str) -> str:
+    if "missing" in url:
+        raise DiffUnavailable(f"{url}: HTTP 404")
+    return (EXAMPLES / "calc" / "reference.diff").read_text()
+
+
+def make_client(tmp_path: Path, starter: Starter) -> TestClient:
+    config = ServiceConfig(github=GitHubConfig(repos={"acme/calc": "calc-divzero"}), ledger="ledger.db")
+    app = create_app(
+        EXAMPLES, config, secret=SECRET, store_path=tmp_path / "deliveries.db", start_run=starter, fetch=fake_fetch
+    )
+    return TestClient(app)
+
+
+@pytest.fixture
+def starter() -> Starter:
+    return Starter()
+
+
+@pytest.fixture
+def client(tmp_path: Path, starter: Starter) -> TestClient:
+    return make_client(tmp_path, starter)
+
+
+def post(client: TestClient, path: str, body: Any, delivery: str | None = "d-1", **headers: str) -> Any:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    sent = {"X-Hub-Signature-256": sign(SECRET.encode(), raw), **headers}
+    if delivery:
+        sent["X-GitHub-Delivery"] = delivery
+    return client.post(path, content=raw, headers=sent)
+
+
+def grade_body(**changes: Any) -> dict[str, Any]:
+    return {"task_id": "calc-divzero", "submission_id": "s-1", "patch": "", "metadata": {"model": "m"}, **changes}
+
+
+def pull_request(action: str = "opened", repo: str = "acme/calc", diff_url: str = "https://x/pr/7.diff") -> Any:
+    return {
+        "action": action,
+        "repository": {"full_name": repo},
+        "pull_request": {
+            "number": 7,
+            "head": {"sha": "0123456789abcdef"},
+            "diff_url": diff_url,
+            "user": {"login": "agent-bot"},
+        },
+    }
+
+
+def test_a_signed_delivery_is_accepted_with_the_run_id(client: TestClient, starter: Starter) -> None:
+    response = post(client, "/hooks/grade", grade_body())
+    assert response.status_code == 202
+    assert response.json() == {"flow_run_id": "00000000-0000-0000-0000-000000000001"}
+    request, key = starter.runs[0]
+    assert (request.task_id, request.submission_id, request.metadata, key) == (
+        "calc-divzero",
+        "s-1",
+        {"model": "m"},
+        "d-1",
+    )
+    assert Path(request.task_path) == (EXAMPLES / "calc" / "task.yaml").resolve()
+    assert request.ledger == "ledger.db"
+
+
+def test_the_signature_is_the_hmac_sha256_of_the_raw_body() -> None:
+    expected = hmac.new(b"k", b"{}", hashlib.sha256).hexdigest()
+    assert sign(b"k", b"{}") == f"sha256={expected}"
+
+
+@pytest.mark.parametrize(
+    ("headers", "error"),
+    [
+        ({}, "unsigned"),
+        ({"X-Hub-Signature-256": "sha256=" + "0" * 64}, "bad-signature"),
+        ({"X-Hub-Signature-256": "md5=abc"}, "bad-signature"),
+    ],
+)
+def test_unsigned_or_badly_signed_deliveries_get_401(
+    client: TestClient, starter: Starter, headers: dict[str, str], error: str
+) -> None:
+    response = client.post("/hooks/grade", content=json.dumps(grade_body()).encode(), headers=headers)
+    assert (response.status_code, response.json()["error"]) == (401, error)
+    assert starter.runs == []
+
+
+def test_a_body_over_one_mebibyte_gets_413_whatever_content_length_says(client: TestClient, starter: Starter) -> None:
+    body = b"x" * (MAX_BODY_BYTES + 1)
+    response = client.post(
+        "/hooks/grade",
+        content=iter([body[:1000], body[1000:]]),
+        headers={"X-Hub-Signature-256": sign(SECRET.encode(), body)},
+    )
+    assert (response.status_code, response.json()["error"]) == (413, "too-large")
+    assert starter.runs == []
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        (b"{not json", 400, "malformed"),
+        (b"\xff\xfe", 400, "malformed"),
+        ([1, 2], 422, "invalid"),
+        ({"task_id": "calc-divzero", "patch": ""}, 422, "invalid"),
+        (grade_body(task_id="nope"), 422, "unknown-task"),
+        (grade_body(submission_id="../evil"), 422, "invalid"),
+        (grade_body(metadata={"model": {"nested": 1}}), 422, "invalid"),
+    ],
+)
+def test_malformed_deliveries_get_a_4xx_and_a_json_error(
+    client: TestClient, starter: Starter, body: Any, status: int, error: str
+) -> None:
+    response = post(client, "/hooks/grade", body)
+    assert (response.status_code, response.json()["error"]) == (status, error)
+    assert response.json()["detail"]
+    assert starter.runs == []
+
+
+def test_a_replay_gets_409_even_after_a_restart(tmp_path: Path, client: TestClient, starter: Starter) -> None:
+    assert post(client, "/hooks/grade", grade_body()).status_code == 202
+    assert post(client, "/hooks/grade", grade_body(submission_id="s-2")).status_code == 409
+    restarted = make_client(tmp_path, starter)
+    assert post(restarted, "/hooks/grade", grade_body()).json()["error"] == "replayed"
+    assert len(starter.runs) == 1
+
+
+def test_without_a_delivery_id_the_body_digest_is_the_key(client: TestClient, starter: Starter) -> None:
+    assert post(client, "/hooks/grade", grade_body(), delivery=None).status_code == 202
+    assert post(client, "/hooks/grade", grade_body(), delivery=None).status_code == 409
+    assert starter.runs[0][1].startswith("sha256:")
+
+
+def test_when_prefect_is_down_the_answer_is_503_and_a_redelivery_is_accepted(
+    client: TestClient, starter: Starter
+) -> None:
+    starter.down = True
+    response = post(client, "/hooks/grade", grade_body())
+    assert (response.status_code, response.json()["error"]) == (503, "prefect-unavailable")
+    starter.down = False
+    assert post(client, "/hooks/grade", grade_body()).status_code == 202
+
+
+def test_a_pull_request_is_graded_against_the_mapped_task(client: TestClient, starter: Starter) -> None:
+    response = post(client, "/hooks/github", pull_request(), **{"X-GitHub-Event": "pull_request"})
+    assert response.status_code == 202
+    request, _ = starter.runs[0]
+    assert (request.task_id, request.submission_id) == ("calc-divzero", "pr7-0123456789ab")
+    assert request.metadata == {"repo": "acme/calc", "pr": "7", "sha": "0123456789abcdef", "model": "agent-bot"}
+    assert "ZeroDivisionError" in request.patch
+
+
+@pytest.mark.parametrize(
+    ("event", "body", "delivery", "status", "error"),
+    [
+        ("pull_request", pull_request(), None, 400, "no-delivery-id"),
+        ("pull_request", pull_request(repo="acme/other"), "d-2", 422, "unknown-repo"),
+        ("pull_request", {"action": "opened"}, "d-3", 422, "invalid"),
+        ("pull_request", pull_request(diff_url="https://x/missing.diff"), "d-4", 502, "diff-unavailable"),
+    ],
+)
+def test_github_deliveries_that_cannot_be_graded_are_refused(
+    client: TestClient, starter: Starter, event: str, body: Any, delivery: str | None, status: int, error: str
+) -> None:
+    response = post(client, "/hooks/github", body, delivery=delivery, **{"X-GitHub-Event": event})
+    assert (response.status_code, response.json()["error"]) == (status, error)
+    assert starter.runs == []
+
+
+@pytest.mark.parametrize(("event", "action"), [("ping", "opened"), ("push", "opened"), ("pull_request", "closed")])
+def test_other_github_events_are_acknowledged_and_ignored(
+    client: TestClient, starter: Starter, event: str, action: str
+) -> None:
+    response = post(client, "/hooks/github", pull_request(action=action), **{"X-GitHub-Event": event})
+    assert response.status_code == 200
+    assert "ignored" in response.json()
+    assert starter.runs == []
+
+
+def test_a_failed_diff_fetch_releases_the_delivery_for_redelivery(client: TestClient, starter: Starter) -> None:
+    missing = pull_request(diff_url="https://x/missing.diff")
+    assert post(client, "/hooks/github", missing, **{"X-GitHub-Event": "pull_request"}).status_code == 502
+    assert post(client, "/hooks/github", pull_request(), **{"X-GitHub-Event": "pull_request"}).status_code == 202
+
+
+def test_the_receiver_refuses_to_start_without_a_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GRADEFLOW_WEBHOOK_SECRET", raising=False)
+    with pytest.raises(SpecError, match="GRADEFLOW_WEBHOOK_SECRET"):
+        create_app(EXAMPLES, store_path=tmp_path / "d.db")
+
+
+def test_the_receiver_refuses_a_folder_without_task_specs(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="no task spec"):
+        create_app(tmp_path, secret="s", store_path=tmp_path / "d.db")
