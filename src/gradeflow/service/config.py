@@ -47,6 +47,8 @@ class ServiceConfig(BaseModel):
     """Ledger URL of the scheduled evaluation; default ``$GRADEFLOW_DATABASE_URL`` or ``.gradeflow/ledger.db``."""
     concurrency: int = Field(default=2, ge=1, le=64)
     """Submissions graded at once inside one evaluation."""
+    dask_address: str | None = None
+    """A Dask scheduler the scheduled evaluation grades on (``prefect-dask``); default: threads in the run."""
     sandbox_slots: int = Field(default=4, ge=1)
     """Size of the ``gradeflow-sandbox`` global concurrency limit: grades running at once, all workers together."""
     github: GitHubConfig = Field(default_factory=GitHubConfig)

@@ -50,7 +50,9 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
         work_pool_name=work_pool,
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
-    nightly = EvaluateRequest(suite=config.suite, ledger=config.ledger, concurrency=config.concurrency)
+    nightly = EvaluateRequest(
+        suite=config.suite, ledger=config.ledger, concurrency=config.concurrency, dask_address=config.dask_address
+    )
     evaluate = evaluate_request.to_deployment(
         name="evaluate-suite",
         description=f"Evaluate {config.suite} into the ledger on the schedule {config.schedule!r}.",

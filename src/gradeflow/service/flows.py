@@ -24,6 +24,7 @@ from gradeflow.errors import SpecError
 from gradeflow.flows.grade import grade_submission
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.service.requests import EvaluateRequest, GradeRequest
+from gradeflow.service.runners import PortableLedger, task_runner
 from gradeflow.spec import load_task
 
 __all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
@@ -98,22 +99,20 @@ def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, 
 
 @flow(name="evaluate-request", flow_run_name="evaluate-nightly", persist_result=False)
 def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
-    """Evaluate the suite into the ledger; returns the counts (graded, skipped, failed)."""
-    from gradeflow.flows.evaluate import evaluate
-    from gradeflow.ledger import Ledger
+    """Evaluate the suite into the ledger on threads or a Dask cluster; returns graded, skipped, failed counts."""
+    from gradeflow.api import preflight
+    from gradeflow.flows.evaluate import evaluate_suite
     from gradeflow.suite import load_suite
 
     suite = load_suite(request.suite)
-    ledger = Ledger(request.ledger)
+    for task_id in dict.fromkeys(item.task_id for item in suite.items):
+        preflight(suite.tasks[task_id], request.sandbox, request.profile)
+    ledger = PortableLedger(request.ledger)
     try:
+        # Each grade is its own subflow run: the heartbeat thread would add about a second to each.
         with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            outcome = evaluate(
-                suite,
-                ledger,
-                concurrency=request.concurrency,
-                profile=request.profile,
-                sandbox=request.sandbox,
-                show_progress=False,
+            outcome = evaluate_suite.with_options(task_runner=task_runner(request))(
+                suite, ledger, request.profile, request.sandbox, False
             )
     finally:
         ledger.close()

@@ -50,3 +50,5 @@ class EvaluateRequest(BaseModel):
     """Submissions graded at once."""
     profile: str | None = None
     sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
+    dask_address: str | None = None
+    """A Dask scheduler (``tcp://host:8786``): submissions are graded on its workers instead of threads."""
