@@ -1,0 +1,220 @@
+"""Report statistics, the paired bootstrap, the JSON shape, and the HTML page in headless Chromium."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from evaluate_helpers import record
+from gradeflow.cli import main
+from gradeflow.errors import SpecError
+from gradeflow.ledger import GradeRecord, Ledger
+from gradeflow.report import build_report, compare, group_records, pass_at_k, summarize, wilson_interval
+from gradeflow.report_html import render_html
+
+GROUP_KEYS = {
+    "key",
+    "n",
+    "graded",
+    "inconclusive",
+    "mean_score",
+    "median_score",
+    "std_score",
+    "min_score",
+    "max_score",
+    "pass_rate",
+    "pass_rate_ci",
+    "pass_at_k",
+    "decisions",
+    "top_reasons",
+}
+
+
+def _runs(model: str, task: str, scores: Sequence[float | None], reasons: tuple[str, ...] = ()) -> list[GradeRecord]:
+    return [
+        record(
+            model_id=model,
+            task_id=task,
+            run_id=f"{model}-{task}-{i}",
+            content_key=f"{model}{task}{i}",
+            score=s,
+            passed=s == 1.0,
+            status="graded" if s is not None else "inconclusive",
+            decision="inconclusive" if s is None else ("merge-candidate" if s == 1.0 else "retry"),
+            reason_codes=[] if s == 1.0 else list(reasons),
+        )
+        for i, s in enumerate(scores)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("passes", "n", "low", "high"), [(5, 10, 0.236593, 0.763407), (0, 9, 0.0, 0.299145), (9, 9, 0.700855, 1.0)]
+)
+def test_wilson_interval(passes: int, n: int, low: float, high: float) -> None:
+    interval = wilson_interval(passes, n)
+    assert interval is not None
+    assert interval == pytest.approx((low, high), abs=1e-6)
+    assert wilson_interval(0, 0) is None
+
+
+@pytest.mark.parametrize(("n", "c"), [(1, 0), (1, 1), (3, 1), (5, 2), (6, 6), (7, 0)])
+def test_pass_at_k_matches_counting_subsets(n: int, c: int) -> None:
+    samples = [True] * c + [False] * (n - c)
+    for k in range(1, n + 1):
+        subsets = list(itertools.combinations(samples, k))
+        assert pass_at_k(n, c, k) == pytest.approx(sum(any(s) for s in subsets) / len(subsets))
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+def test_inconclusive_grades_are_counted_but_kept_out_of_every_denominator() -> None:
+    records = _runs("m", "t1", [1.0, 0.0, None, 0.5], reasons=("fail-to-pass-failing",))
+    stats = summarize({"model_id": "m"}, records)
+    assert (stats.n, stats.graded, stats.inconclusive) == (4, 3, 1)
+    assert stats.mean_score == 0.5 and stats.median_score == 0.5 and stats.std_score == 0.5
+    assert (stats.min_score, stats.max_score) == (0.0, 1.0)
+    assert stats.pass_rate == pytest.approx(1 / 3, abs=1e-6)
+    assert stats.pass_at_k == {"1": pytest.approx(1 / 3, abs=1e-6), "2": pytest.approx(2 / 3, abs=1e-6), "3": 1.0}
+    assert stats.decisions == {"inconclusive": 1, "merge-candidate": 1, "retry": 2}
+    assert stats.top_reasons == [("fail-to-pass-failing", 3)]
+
+
+def test_a_group_with_one_or_no_graded_run() -> None:
+    single = summarize({}, _runs("m", "t", [0.25]))
+    assert single.std_score is None and single.pass_at_k == {"1": 0.0}
+    empty = summarize({}, _runs("m", "t", [None]))
+    assert (empty.graded, empty.mean_score, empty.pass_rate, empty.pass_rate_ci, empty.pass_at_k) == (
+        0,
+        None,
+        None,
+        None,
+        {},
+    )
+
+
+def test_pass_at_k_stops_at_the_fewest_runs_of_any_task() -> None:
+    stats = summarize({}, _runs("m", "t1", [1.0, 0.0, 0.0]) + _runs("m", "t2", [0.0, 1.0]))
+    assert set(stats.pass_at_k) == {"1", "2"}
+    assert stats.pass_at_k["1"] == pytest.approx((1 / 3 + 1 / 2) / 2, abs=1e-6)
+
+
+def test_paired_bootstrap_separates_signal_from_noise_reproducibly() -> None:
+    strong = [r for t in ("t1", "t2", "t3", "t4") for r in _runs("a", t, [1.0, 1.0, 0.9])]
+    weak = [r for t in ("t1", "t2", "t3", "t4") for r in _runs("b", t, [0.1, 0.0, 0.2])]
+    coin = {"t1": [1.0, 0.0, 1.0], "t2": [0.0, 1.0, 0.0], "t3": [1.0, 1.0, 0.0], "t4": [0.0, 0.0, 1.0]}
+    flip = {"t1": [0.0, 1.0, 1.0], "t2": [1.0, 0.0, 0.0], "t3": [0.0, 1.0, 1.0], "t4": [1.0, 0.0, 1.0]}
+    noisy = [r for t, scores in coin.items() for r in _runs("c", t, scores)]
+    other = [r for t, scores in flip.items() for r in _runs("d", t, scores)]
+    clear = compare(({"model_id": "a"}, strong), ({"model_id": "b"}, weak), seed=1)
+    assert clear.significant and clear.tasks == 4 and clear.mean_difference == pytest.approx(0.866667, abs=1e-6)
+    assert "larger than the noise" in clear.verdict
+    close = compare(({"model_id": "d"}, other), ({"model_id": "c"}, noisy), seed=1)
+    assert not close.significant and "within the noise" in close.verdict
+    assert close.ci is not None and close.ci[0] < 0 < close.ci[1]
+    assert compare(({"model_id": "d"}, other), ({"model_id": "c"}, noisy), seed=1) == close
+    apart = compare(({"model_id": "a"}, _runs("a", "t1", [1.0])), ({"model_id": "b"}, _runs("b", "t2", [0.0])))
+    assert apart.tasks == 0 and apart.ci is None and not apart.significant
+
+
+def test_report_groups_tasks_and_default_comparison_of_the_top_two() -> None:
+    records = (
+        _runs("m-a", "t1", [1.0, 1.0])
+        + _runs("m-b", "t1", [0.0, 1.0])
+        + _runs("m-c", "t1", [0.0, 0.0])
+        + _runs("m-a", "t2", [1.0, None])
+    )
+    report = build_report(records, ["model_id"])
+    assert [g.key for g in report.groups] == [{"model_id": "m-a"}, {"model_id": "m-b"}, {"model_id": "m-c"}]
+    assert [g.key for g in report.by_task][:2] == [
+        {"model_id": "m-a", "task_id": "t1"},
+        {"model_id": "m-a", "task_id": "t2"},
+    ]
+    assert report.comparison is not None
+    assert (report.comparison.a, report.comparison.b) == ({"model_id": "m-a"}, {"model_id": "m-b"})
+    chosen = build_report(records, ["model_id"], pair=("m-c", "m-a")).comparison
+    assert chosen is not None and chosen.a == {"model_id": "m-c"}
+    with pytest.raises(SpecError, match="--compare: no group 'zz'"):
+        build_report(records, ["model_id"], pair=("zz", "m-a"))
+    with pytest.raises(SpecError, match="--by: unknown field 'colour'"):
+        build_report(records, ["colour"])
+    assert [k for k, _ in group_records([record(labels={"tools": "x"})], ["labels.tools"])] == [{"labels.tools": "x"}]
+
+
+def _ledger_with_records(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(url)
+    for r in _runs("m-a", "t1", [1.0, 1.0, 0.5], ("pass-to-pass-broken",)) + _runs(
+        "m-b", "t1", [0.0, None, 0.0], ("fail-to-pass-failing",)
+    ):
+        ledger.add(r)
+    ledger.close()
+    return url
+
+
+def test_report_json_keys_are_exactly_the_documented_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = _ledger_with_records(tmp_path)
+    assert main(["report", "--ledger", url, "--by", "model_id", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert [set(g) for g in payload["groups"]] == [GROUP_KEYS, GROUP_KEYS]
+    group = payload["groups"][1]
+    assert group["key"] == {"model_id": "m-b"} and (group["n"], group["graded"], group["inconclusive"]) == (3, 2, 1)
+    assert group["top_reasons"] == [["fail-to-pass-failing", 3]] and group["pass_at_k"] == {"1": 0.0, "2": 0.0}
+    assert payload["comparison"]["a"] == {"model_id": "m-a"}
+    assert main(["report", "--ledger", url, "--by", "nothing"]) == 2
+
+
+def test_html_page_is_self_contained(tmp_path: Path) -> None:
+    records = _runs("m-a", "t1", [1.0, 0.5], ("x-<y>",)) + _runs("m-b", "t1", [0.0, None], ("z",))
+    page = render_html(build_report(records, ["model_id"]), records)
+    assert page.count('<svg class="plot"') == 3 and "x-&lt;y&gt;" in page
+    for forbidden in ("<script", "src=", "href=", "@import", "url("):
+        assert forbidden not in page
+
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path:
+        return path
+    if os.environ.get("CI") == "true":
+        pytest.fail("CI=true but chromium is missing: .ci/run must `apt-get install -y chromium`")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)")
+
+
+def test_html_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
+    browser = _chromium()
+    url = _ledger_with_records(tmp_path)
+    page = tmp_path / "report.html"
+    assert main(["report", "--ledger", url, "--by", "model_id", "--html", str(page)]) == 0
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [browser, *flags, "--window-size=1100,1600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    for plot in ("score-distribution", "pass-rate", "reason-codes"):
+        assert f'data-plot="{plot}"' in dom
+    assert dom.count('class="score"') == 5  # the five graded scores, one dot each
+    assert dom.count('class="bar"') == 4  # two reason codes × two configurations
+    assert shot.stat().st_size > 10_000
