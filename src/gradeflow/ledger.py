@@ -15,6 +15,7 @@ What a caller may rely on:
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from gradeflow.errors import InfraError, SpecError
@@ -190,20 +191,23 @@ class Ledger:
         return self._engine.dialect.name
 
     def _create_schema(self) -> None:
-        for attempt in range(3):
+        try:
+            self._engine.connect().close()
+        except DBAPIError as exc:
+            raise InfraError(
+                f"ledger {self.display_url}: cannot connect: {str(exc.orig).strip()}", reason_code="ledger-unavailable"
+            ) from exc
+        for attempt in range(5):
             try:
                 _Base.metadata.create_all(self._engine)
                 return
-            except (IntegrityError, ProgrammingError) as exc:  # another process created it at the same time
-                if attempt == 2:
+            except DBAPIError as exc:  # another process was creating the same tables: look again
+                if attempt == 4:
                     raise InfraError(
-                        f"ledger {self.display_url}: cannot create tables: {exc.orig}", reason_code="ledger-unavailable"
+                        f"ledger {self.display_url}: cannot create tables: {str(exc.orig).strip()}",
+                        reason_code="ledger-unavailable",
                     ) from exc
-            except OperationalError as exc:
-                raise InfraError(
-                    f"ledger {self.display_url}: cannot connect: {str(exc.orig).strip()}",
-                    reason_code="ledger-unavailable",
-                ) from exc
+                time.sleep(0.05 * (attempt + 1))
 
     def add(self, record: GradeRecord) -> bool:
         """Insert ``record`` atomically; ``False`` when ``(content_key, run_id)`` was already recorded."""
