@@ -10,9 +10,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradeflow.errors import SpecError
 from gradeflow.suite import Suite
+
+if TYPE_CHECKING:
+    from gradeflow.flows.evaluate import Evaluation
 
 __all__ = ["SUITE_COMMANDS", "add_suite_commands", "run_suite_command"]
 
@@ -91,25 +95,29 @@ def _evaluate(args: argparse.Namespace) -> int:
         ledger.close()
     if args.swebench_report:
         write_swebench_summary(args.swebench_report, suite, outcome.records)
-    inconclusive = sum(r.status == "inconclusive" for r in outcome.records)
-    counts = {
-        "submissions": len(suite.items),
-        "graded": outcome.graded,
-        "skipped": outcome.skipped,
-        "inconclusive": inconclusive,
-        "failed": len(outcome.failed),
-        "ledger": ledger.display_url,
-    }
-    if args.json:
-        print(json.dumps(counts, indent=2))
-    else:
-        print(
-            f"{counts['submissions']} submissions: {outcome.graded} graded now, {outcome.skipped} already "
-            f"recorded, {inconclusive} inconclusive, {len(outcome.failed)} failed; ledger {ledger.display_url}"
-        )
-        for line in outcome.failed:
-            print(f"  failed: {line}", file=sys.stderr)
+    _print_counts(outcome, len(suite.items), ledger.display_url, as_json=args.json)
     return 1 if outcome.failed else 0
+
+
+def _print_counts(outcome: Evaluation, submissions: int, ledger: str, *, as_json: bool) -> None:
+    inconclusive = sum(r.status == "inconclusive" for r in outcome.records)
+    if as_json:
+        counts = {
+            "submissions": submissions,
+            "graded": outcome.graded,
+            "skipped": outcome.skipped,
+            "inconclusive": inconclusive,
+            "failed": len(outcome.failed),
+            "ledger": ledger,
+        }
+        print(json.dumps(counts, indent=2))
+        return
+    print(
+        f"{submissions} submissions: {outcome.graded} graded now, {outcome.skipped} already recorded, "
+        f"{inconclusive} inconclusive, {len(outcome.failed)} failed; ledger {ledger}"
+    )
+    for line in outcome.failed:
+        print(f"  failed: {line}", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:

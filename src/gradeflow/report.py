@@ -189,39 +189,39 @@ def compare(
     scores_a, scores_b = _scores_by_task(a[1]), _scores_by_task(b[1])
     tasks = sorted(set(scores_a) & set(scores_b))
     names = " / ".join(a[0].values()), " / ".join(b[0].values())
+    base = Comparison(
+        a=a[0],
+        b=b[0],
+        tasks=len(tasks),
+        mean_difference=None,
+        ci=None,
+        significant=False,
+        verdict=f"{names[0]} and {names[1]} share no graded task",
+        seed=seed,
+        resamples=resamples,
+    )
     if not tasks:
-        return Comparison(
-            a=a[0],
-            b=b[0],
-            tasks=0,
-            mean_difference=None,
-            ci=None,
-            significant=False,
-            verdict=f"{names[0]} and {names[1]} share no graded task",
-            seed=seed,
-            resamples=resamples,
-        )
+        return base
     observed = statistics.fmean(statistics.fmean(scores_a[t]) - statistics.fmean(scores_b[t]) for t in tasks)
     rng = random.Random(seed)
     samples = sorted(_resample(rng, tasks, scores_a, scores_b) for _ in range(resamples))
     low, high = samples[int(0.025 * resamples)], samples[min(resamples - 1, int(0.975 * resamples))]
     significant = low > 0 or high < 0
+    update = {
+        "mean_difference": round(observed, 6),
+        "ci": [round(low, 6), round(high, 6)],
+        "significant": significant,
+        "verdict": _verdict(names, observed, (low, high), len(tasks)),
+    }
+    return base.model_copy(update=update)
+
+
+def _verdict(names: tuple[str, str], observed: float, interval: tuple[float, float], tasks: int) -> str:
     ahead, behind = names if observed >= 0 else names[::-1]
-    verdict = (
-        f"{ahead} scores {abs(observed):.3f} above {behind} on {len(tasks)} paired tasks: "
-        + ("larger than the noise" if significant else "within the noise")
-        + f" (95% CI {low:+.3f} to {high:+.3f})"
-    )
-    return Comparison(
-        a=a[0],
-        b=b[0],
-        tasks=len(tasks),
-        mean_difference=round(observed, 6),
-        ci=[round(low, 6), round(high, 6)],
-        significant=significant,
-        verdict=verdict,
-        seed=seed,
-        resamples=resamples,
+    noise = "larger than the noise" if interval[0] > 0 or interval[1] < 0 else "within the noise"
+    return (
+        f"{ahead} scores {abs(observed):.3f} above {behind} on {tasks} paired tasks: {noise} "
+        f"(95% CI {interval[0]:+.3f} to {interval[1]:+.3f})"
     )
 
 
