@@ -76,7 +76,10 @@ def _load(args: argparse.Namespace) -> Suite:
 def _evaluate(args: argparse.Namespace) -> int:
     from gradeflow.flows.evaluate import evaluate
     from gradeflow.ledger import Ledger
+    from gradeflow.logs import quiet_prefect
     from gradeflow.swebench import write_swebench_summary
+
+    quiet_prefect()  # again: importing the flows configured Prefect's loggers, which would drown the progress bar
 
     if args.concurrency < 1:
         raise SpecError(f"--concurrency: must be at least 1, got {args.concurrency}")
