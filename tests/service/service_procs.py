@@ -48,10 +48,25 @@ def wait_until(probe: Callable[[], T | None], timeout: float, what: str, every: 
     raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the parent dies, so a killed run leaves no server behind (Linux)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start(cmd: list[str], env: dict[str, str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
     """Start ``cmd`` in its own process group, output to ``log``."""
     with log.open("ab") as out:
-        return subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            cmd,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:

@@ -227,3 +227,25 @@ def test_the_receiver_refuses_to_start_without_a_secret(tmp_path: Path, monkeypa
 def test_the_receiver_refuses_a_folder_without_task_specs(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="no task spec"):
         create_app(tmp_path, secret="s", store_path=tmp_path / "d.db")
+
+
+def test_a_run_creation_past_the_deadline_is_a_503_and_the_delivery_is_released(
+    tmp_path: Path, starter: Starter
+) -> None:
+    import asyncio
+
+    calls: list[str] = []
+
+    async def slow(request: GradeRequest, key: str) -> str:
+        calls.append(key)
+        if len(calls) == 1:
+            await asyncio.sleep(5)
+        return "00000000-0000-0000-0000-000000000009"
+
+    app = create_app(EXAMPLES, secret=SECRET, store_path=tmp_path / "d.db", start_run=slow)
+    app.state.receiver.deadline = 0.2
+    client = TestClient(app)
+    response = post(client, "/hooks/grade", grade_body())
+    assert (response.status_code, response.json()["error"]) == (503, "prefect-unavailable")
+    assert post(client, "/hooks/grade", grade_body()).status_code == 202
+    assert calls == ["d-1", "d-1"]

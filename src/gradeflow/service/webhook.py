@@ -10,18 +10,22 @@ Every delivery is checked in this order, each failure answered with a JSON ``{"e
    SHA-256) → 409, and no second run;
 5. otherwise a flow run of the ``grade-submission`` deployment is created through the Prefect API,
    with the delivery id as its idempotency key, and the answer is 202 ``{"flow_run_id": "<uuid>"}``.
-   When the Prefect API cannot be reached the answer is 503 and the delivery may be sent again.
+   When the Prefect API cannot be reached, or does not answer within 8 s, the answer is 503 and the
+   delivery may be sent again: should the run have been created after all, the redelivery's identical
+   idempotency key makes Prefect return that run instead of creating a second one.
 
 The grade never runs inside the request: a worker or ``gradeflow serve`` picks the run up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,13 +42,14 @@ from gradeflow.service.config import ServiceConfig
 from gradeflow.service.deliveries import DeliveryStore
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
 from gradeflow.service.requests import GradeRequest
+from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
 
-__all__ = ["MAX_BODY_BYTES", "Receiver", "RunStarter", "create_app", "prefect_starter", "sign"]
+__all__ = ["MAX_BODY_BYTES", "PrefectStarter", "Receiver", "RunStarter", "create_app", "run_webhook", "sign"]
 
 MAX_BODY_BYTES = 1 << 20
 RunStarter = Callable[[GradeRequest, str], Awaitable[str]]
-"""Creates the flow run of one request under an idempotency key and returns its id."""
+"""Creates the flow run of one request under an idempotency key and returns its id (:class:`PrefectStarter`)."""
 DiffFetcher = Callable[[str], Awaitable[str]]
 
 
@@ -66,29 +71,13 @@ class Receiver:
     config: ServiceConfig
     start_run: RunStarter
     fetch: DiffFetcher
+    deadline: float = 8.0
+    """Seconds a run creation may take before the answer is 503 (GitHub gives up on a hook after 10 s)."""
 
 
 def sign(secret: bytes, body: bytes) -> str:
     """The ``X-Hub-Signature-256`` header value of ``body`` (what a sender computes)."""
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
-
-
-async def prefect_starter(request: GradeRequest, idempotency_key: str) -> str:
-    """Create a run of the ``grade-submission`` deployment through the Prefect API (``PREFECT_API_URL``)."""
-    from prefect.client.orchestration import get_client
-
-    from gradeflow.service.deployments import GRADE_DEPLOYMENT
-    from gradeflow.service.flows import run_tags
-
-    async with get_client() as client:
-        deployment = await client.read_deployment_by_name(GRADE_DEPLOYMENT)
-        run = await client.create_flow_run_from_deployment(
-            deployment.id,
-            parameters={"request": request.model_dump(mode="json")},
-            idempotency_key=f"webhook:{idempotency_key}",
-            tags=run_tags(request, None),
-        )
-    return str(run.id)
 
 
 async def _read_body(request: Request) -> bytes:
@@ -121,13 +110,15 @@ async def _accept(receiver: Receiver, delivery: str, build: Callable[[], Awaitab
         raise Rejection(409, "replayed", f"delivery {delivery} was accepted before")
     try:
         grade = await build()
-        run_id = await receiver.start_run(grade, delivery)
+        run_id = await asyncio.wait_for(receiver.start_run(grade, delivery), receiver.deadline)
     except Rejection:
         receiver.store.release(delivery)
         raise
     except Exception as exc:  # the API boundary: any failure to start is the sender's cue to redeliver
+        # Safe even if the run was created after all: a redelivery carries the same Prefect idempotency key.
         receiver.store.release(delivery)
-        raise Rejection(503, "prefect-unavailable", f"{type(exc).__name__}: {exc}") from None
+        reason = "no answer within the deadline" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
+        raise Rejection(503, "prefect-unavailable", reason) from None
     receiver.store.record(delivery, run_id)
     return JSONResponse({"flow_run_id": run_id}, status_code=202)
 
@@ -204,13 +195,24 @@ async def _rejected(request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status)
 
 
+def _lifespan(starter: RunStarter) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        if isinstance(starter, PrefectStarter):
+            await starter.aclose()
+        app.state.receiver.store.close()
+
+    return lifespan
+
+
 def create_app(
     tasks_dir: str | Path,
     config: ServiceConfig | None = None,
     *,
     secret: str | None = None,
     store_path: Path | None = None,
-    start_run: RunStarter = prefect_starter,
+    start_run: RunStarter | None = None,
     fetch: DiffFetcher | None = None,
 ) -> Starlette:
     """The receiver app; ``SpecError`` when no secret is set or the task folder holds no task spec."""
@@ -218,12 +220,13 @@ def create_app(
     if not secret:
         raise SpecError("GRADEFLOW_WEBHOOK_SECRET is not set: the receiver refuses to run without a secret")
     config = config or ServiceConfig()
+    starter = start_run or PrefectStarter()
     receiver = Receiver(
         secret=secret.encode(),
         tasks=find_task_specs(Path(tasks_dir)),
         store=DeliveryStore(store_path or cache_dir() / "webhook-deliveries.db"),
         config=config,
-        start_run=start_run,
+        start_run=starter,
         fetch=fetch or (lambda url: fetch_diff(url, config.github.token_env)),
     )
     app = Starlette(
@@ -233,6 +236,7 @@ def create_app(
             Route("/healthz", health, methods=["GET"]),
         ],
         exception_handlers={Rejection: _rejected},
+        lifespan=_lifespan(starter),
     )
     app.state.receiver = receiver
     return app
@@ -242,4 +246,4 @@ def run_webhook(app: Starlette, host: str = "127.0.0.1", port: int = 8787) -> No
     """Serve ``app`` with uvicorn until interrupted (loopback unless ``host`` says otherwise)."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
