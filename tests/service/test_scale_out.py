@@ -115,6 +115,13 @@ def test_two_workers_grade_ten_submissions_each_exactly_once(pool: Pool) -> None
     assert {t["state"]["name"] for t in baselines} == {"Cached"}
 
 
+def test_deploy_creates_the_sandbox_limit_and_the_crash_automation(pool: Pool) -> None:
+    limit = pool.api.client.get("v2/concurrency_limits/gradeflow-sandbox").json()
+    assert limit["limit"] == 4
+    automations = pool.api.client.post("automations/filter", json={}).json()
+    assert "gradeflow-crash-zombie-flow-runs" in {a["name"] for a in automations}
+
+
 def test_a_grade_killed_mid_run_is_crashed_and_its_rerun_is_recorded_once(pool: Pool) -> None:
     reference = (EXAMPLES / "calc" / "reference.diff").read_text()
     header, body = reference.split("@@", 1)

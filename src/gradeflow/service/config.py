@@ -51,6 +51,8 @@ class ServiceConfig(BaseModel):
     """A Dask scheduler the scheduled evaluation grades on (``prefect-dask``); default: threads in the run."""
     sandbox_slots: int = Field(default=4, ge=1)
     """Size of the ``gradeflow-sandbox`` global concurrency limit: grades running at once, all workers together."""
+    crash_after: int = Field(default=90, ge=45)
+    """Seconds without a heartbeat after which a running grade is marked ``Crashed`` (heartbeats every 30 s)."""
     github: GitHubConfig = Field(default_factory=GitHubConfig)
 
 

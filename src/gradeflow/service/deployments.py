@@ -6,7 +6,8 @@
 
 ``serve`` runs both in this process (``prefect.serve``); ``deploy`` registers them on a ``process``
 work pool (created when missing) for ``prefect worker start --pool NAME`` processes to pull. Both make
-sure the ``gradeflow-sandbox`` global concurrency limit exists with the configured number of slots.
+sure the ``gradeflow-sandbox`` global concurrency limit exists with the configured number of slots, and
+that the automation marking runs without heartbeats ``Crashed`` exists (:mod:`gradeflow.service.automations`).
 Entry points are module paths, so any worker with gradeflow installed can run them.
 """
 
@@ -22,6 +23,7 @@ from prefect.exceptions import ObjectAlreadyExists
 from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
+from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
 from gradeflow.service.requests import EvaluateRequest
@@ -75,6 +77,7 @@ def ensure_sandbox_limit(slots: int) -> None:
 def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
     """Serve both deployments in this process until interrupted; ``limit`` bounds concurrent runs."""
     ensure_sandbox_limit(config.sandbox_slots)
+    ensure_zombie_automation(config.crash_after)
     serve(*build_deployments(config), limit=limit)
 
 
@@ -90,4 +93,5 @@ def deploy_to_pool(config: ServiceConfig, pool: str) -> list[str]:
     """Register both deployments on the ``process`` work pool ``pool``; returns their ids."""
     _ensure_process_pool(pool)
     ensure_sandbox_limit(config.sandbox_slots)
+    ensure_zombie_automation(config.crash_after)
     return [str(deployment.apply(work_pool_name=pool)) for deployment in build_deployments(config, pool)]
