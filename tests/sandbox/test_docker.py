@@ -1,0 +1,203 @@
+"""DockerSandbox and its factory against a real engine, without Prefect."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gradeflow.errors import SandboxUnavailable, SpecError
+from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox import DEFAULT_IMAGE, DockerSandbox, DockerSandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
+
+pytestmark = pytest.mark.docker
+SMALL = EnvironmentSpec(sandbox="docker", memory="256m", pids=64)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "data.txt").write_text("hello")
+    (root / "link").symlink_to("pkg/data.txt")
+    return root
+
+
+@pytest.fixture
+def box(docker_client: Any, workspace: Path, no_leftovers: None) -> Any:
+    del docker_client, no_leftovers
+    with DockerSandboxFactory(SMALL).open(workspace) as sandbox:
+        yield sandbox
+
+
+def _processes(box: DockerSandbox) -> list[str]:
+    result = box.run("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done", env={}, timeout=10)
+    return [line for line in result.stdout.splitlines() if line and "/proc/[0-9]" not in line]
+
+
+def test_commands_run_as_the_task_user_in_a_scrubbed_environment(box: DockerSandbox) -> None:
+    result = box.run("id -u; id -g; pwd; env | sort; cat pkg/data.txt link", env={"TASK_VAR": "v"}, timeout=10)
+    lines = result.stdout.splitlines()
+    assert result.ok and lines[:3] == ["1000", "1000", "/workspace"]
+    names = {line.split("=", 1)[0] for line in lines[3:] if "=" in line}
+    assert names <= {
+        "HOME",
+        "HOSTNAME",
+        "LANG",
+        "LC_ALL",
+        "OLDPWD",
+        "PATH",
+        "PWD",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONHASHSEED",
+        "PYTHONUNBUFFERED",
+        "TASK_VAR",
+        "TMPDIR",
+        "TZ",
+    }
+    assert "HOME=/gradeflow/home" in lines and "TASK_VAR=v" in lines and "PYTHONHASHSEED=0" in lines
+    assert lines[-1] == "hellohello"
+
+
+def test_the_workspace_is_a_writable_copy_and_the_host_is_untouched(box: DockerSandbox, workspace: Path) -> None:
+    result = box.run("echo new > pkg/data.txt && echo x > created && touch $HOME/h /tmp/t", env={}, timeout=10)
+    assert result.ok, result.stderr
+    assert (workspace / "pkg" / "data.txt").read_text() == "hello"
+    assert not (workspace / "created").exists()
+
+
+def test_exit_code_and_both_streams_are_reported(box: DockerSandbox) -> None:
+    result = box.run("echo out; echo err >&2; exit 3", env={}, timeout=10)
+    assert (result.exit_code, result.stdout, result.stderr, result.timed_out) == (3, "out\n", "err\n", False)
+    assert 0 < result.duration < 5
+
+
+def test_long_output_keeps_head_and_tail(box: DockerSandbox) -> None:
+    result = box.run("echo first; yes middle | head -c 300000; echo; echo last", env={}, timeout=20)
+    assert result.stdout.startswith("first") and result.stdout.rstrip().endswith("last")
+    assert "[... output truncated ...]" in result.stdout and len(result.stdout) < 70_000
+
+
+def test_timeout_kills_the_whole_process_tree(box: DockerSandbox) -> None:
+    started = time.perf_counter()
+    result = box.run("sleep 300 & (sleep 301 &) ; setsid sleep 302 & sleep 303", env={}, timeout=2)
+    assert result.timed_out and result.exit_code is None and not result.ok
+    assert time.perf_counter() - started < 8
+    assert not [p for p in _processes(box) if p.startswith("sleep 30")]
+    assert box.run("echo alive", env={}, timeout=10).stdout == "alive\n"
+
+
+def test_background_processes_die_with_the_command_that_started_them(box: DockerSandbox) -> None:
+    result = box.run("sleep 300 & sleep 301 >/dev/null 2>&1 & echo started", env={}, timeout=10)
+    assert result.ok and result.stdout == "started\n" and result.duration < 5
+    assert not [p for p in _processes(box) if p.startswith("sleep 30")]
+
+
+def test_a_memory_kill_is_reported_for_that_command_only(box: DockerSandbox) -> None:
+    hog = box.run("python3 -c 'x = bytearray(1 << 30)'", env={}, timeout=30)
+    assert hog.oom_killed and hog.exit_code == 137 and not hog.ok
+    after = box.run("python3 -c 'x = bytearray(1 << 20)'", env={}, timeout=30)
+    assert after.ok and not after.oom_killed
+
+
+def test_only_loopback_and_no_capabilities(box: DockerSandbox) -> None:
+    result = box.run("ls /sys/class/net; grep -E '^Cap(Eff|Prm|Bnd)|^NoNewPrivs' /proc/self/status", env={}, timeout=10)
+    lines = result.stdout.split()
+    assert lines[0] == "lo" and lines[1] == "CapPrm:"
+    assert set(lines[2:8:2]) == {"0000000000000000"} and lines[-1] == "1"
+
+
+def test_output_dir_is_emptied_before_each_command(box: DockerSandbox) -> None:
+    box.run(
+        f"echo stale > {box.output_path('junit.xml')}; mkdir -p {box.output_dir}/d; chmod 000 {box.output_dir}/d",
+        env={},
+        timeout=10,
+    )
+    assert box.read_output("junit.xml", 1000) is not None
+    result = box.run(f"ls -A {box.output_dir}", env={}, timeout=10)
+    assert result.ok and result.stdout == ""
+    assert box.read_output("junit.xml", 1000) is None
+
+
+def test_read_output_returns_bytes_and_a_host_comparable_mtime(box: DockerSandbox) -> None:
+    before = time.time()
+    box.run(
+        f"printf '<x/>' > {box.output_path('r.xml')}; ln -s /etc/passwd {box.output_path('l')}; "
+        f"mkdir {box.output_path('dir')}",
+        env={},
+        timeout=10,
+    )
+    report = box.read_output("r.xml", 100)
+    assert report is not None and report[0] == b"<x/>" and before - 1 <= report[1] <= time.time() + 1
+    assert box.read_output("l", 100) is None and box.read_output("dir", 100) is None
+    assert box.read_output("absent", 100) is None
+    with pytest.raises(ValueError, match="over the 2-byte cap"):
+        box.read_output("r.xml", 2)
+
+
+def test_close_removes_the_container_even_after_an_exception(
+    docker_client: Any, workspace: Path, no_leftovers: None
+) -> None:
+    del no_leftovers
+    sandbox = DockerSandboxFactory(SMALL).open(workspace)
+    with pytest.raises(RuntimeError), sandbox:
+        sandbox.run("true", env={}, timeout=10)
+        raise RuntimeError("boom")
+    sandbox.close()
+    with pytest.raises(SandboxUnavailable, match="after close"):
+        sandbox.run("true", env={}, timeout=10)
+
+
+def test_describe_resolves_the_image_and_asks_python_inside(docker_client: Any) -> None:
+    description = DockerSandboxFactory(SMALL).describe()
+    inside = (
+        docker_client.containers.run(
+            DEFAULT_IMAGE,
+            ["python3", "-c", "import platform; print(platform.machine(), platform.python_version())"],
+            remove=True,
+            network_mode="none",
+        )
+        .decode()
+        .split()
+    )
+    assert description.sandbox == "docker" and description.image == DEFAULT_IMAGE
+    assert description.image_id == docker_client.images.get(DEFAULT_IMAGE).id
+    assert [description.architecture, description.python_version] == inside
+
+
+def test_a_missing_image_is_unavailable_with_a_hint(docker_client: Any) -> None:
+    del docker_client
+    factory = DockerSandboxFactory(EnvironmentSpec(sandbox="docker", image="does-not-exist:1"))
+    with pytest.raises(SandboxUnavailable, match=r"'does-not-exist:1' is not on this engine.*scripts/build-image.sh"):
+        factory.describe()
+
+
+def test_an_engine_that_does_not_answer_is_unavailable_after_a_bounded_wait(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    started = time.perf_counter()
+    with pytest.raises(SandboxUnavailable, match="did not answer within 1 s"):
+        DockerSandboxFactory(engine_wait=1.0).describe()
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("user", "grader", "numeric 'uid:gid'"),
+        ("memory", "lots", "not a size like '2g'"),
+    ],
+)
+def test_bad_settings_are_spec_errors_without_an_engine(field: str, value: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        sandbox_factory(EnvironmentSpec.model_validate({"sandbox": "docker", field: value}))
+
+
+def test_the_docker_kind_builds_a_factory_with_the_default_image() -> None:
+    factory = sandbox_factory(EnvironmentSpec(), "docker")
+    assert isinstance(factory, DockerSandboxFactory) and factory.settings.image == DEFAULT_IMAGE
+    assert (factory.settings.user, factory.settings.memory, factory.settings.pids) == ("1000:1000", 2 << 30, 256)
