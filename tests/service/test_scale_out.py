@@ -19,7 +19,7 @@ import pytest
 from service_procs import BIN, EXAMPLES, Api, base_env, prefect_server, start, stop, wait_until
 
 from gradeflow.ledger import Ledger
-from gradeflow.service.requests import GradeRequest
+from gradeflow.service.params import GradeRequest
 
 pytestmark = pytest.mark.slow
 

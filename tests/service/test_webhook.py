@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from gradeflow.errors import SpecError
 from gradeflow.service.config import GitHubConfig, ServiceConfig
 from gradeflow.service.github import DiffUnavailable
-from gradeflow.service.requests import GradeRequest
+from gradeflow.service.params import GradeRequest
 from gradeflow.service.webhook import MAX_BODY_BYTES, create_app, sign
 
 SECRET = "unit-secret"

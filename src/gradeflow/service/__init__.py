@@ -1,6 +1,6 @@
 """gradeflow as a standing service on a self-hosted Prefect server.
 
-- :mod:`gradeflow.service.requests`: the pydantic parameters of the deployments (the UI shows a form).
+- :mod:`gradeflow.service.params`: the pydantic parameters of the deployments (the UI shows a form).
 - :mod:`gradeflow.service.flows`: the flows the deployments run (``grade-request``, ``evaluate-request``).
 - :mod:`gradeflow.service.deployments`: ``gradeflow serve`` and ``gradeflow deploy --pool NAME``.
 - :mod:`gradeflow.service.webhook`: the signed-webhook receiver (``gradeflow webhook``).
@@ -8,6 +8,6 @@
 """
 
 from gradeflow.service.config import ServiceConfig, load_service_config
-from gradeflow.service.requests import EvaluateRequest, GradeRequest
+from gradeflow.service.params import EvaluateRequest, GradeRequest
 
 __all__ = ["EvaluateRequest", "GradeRequest", "ServiceConfig", "load_service_config"]

@@ -26,7 +26,7 @@ from prefect.types.entrypoint import EntrypointType
 from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
-from gradeflow.service.requests import EvaluateRequest
+from gradeflow.service.params import EvaluateRequest
 
 __all__ = [
     "EVALUATE_DEPLOYMENT",

@@ -23,7 +23,7 @@ from prefect.states import State
 from gradeflow.errors import SpecError
 from gradeflow.flows.grade import grade_submission
 from gradeflow.models import GradeResult, Submission, TaskSpec
-from gradeflow.service.requests import EvaluateRequest, GradeRequest
+from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import PortableLedger, task_runner
 from gradeflow.spec import load_task
 

@@ -13,7 +13,7 @@ from typing import Any
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from gradeflow.ledger import Ledger
-from gradeflow.service.requests import EvaluateRequest
+from gradeflow.service.params import EvaluateRequest
 
 __all__ = ["PortableLedger", "task_runner"]
 

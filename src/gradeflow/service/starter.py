@@ -7,7 +7,7 @@ from uuid import UUID
 
 from prefect.client.orchestration import PrefectClient, get_client
 
-from gradeflow.service.requests import GradeRequest
+from gradeflow.service.params import GradeRequest
 
 __all__ = ["PrefectStarter"]
 

@@ -41,7 +41,7 @@ from gradeflow.errors import SpecError
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.deliveries import DeliveryStore
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
-from gradeflow.service.requests import GradeRequest
+from gradeflow.service.params import GradeRequest
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
 
