@@ -13,7 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import urllib3
+
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox._docker_engine import ENGINE_ERRORS
 from gradeflow.sandbox._docker_io import OutputCapture
 
 __all__ = ["ExecOutcome", "finish", "run_exec"]
@@ -21,6 +24,7 @@ __all__ = ["ExecOutcome", "finish", "run_exec"]
 _FIRST_POLL = 0.05
 _MAX_POLL = 0.5
 _EXIT_CODE_WAIT = 2.0
+_STREAM_ERRORS: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError, *ENGINE_ERRORS)
 
 
 @dataclass
@@ -53,8 +57,8 @@ class _Reader(threading.Thread):
                     self.stdout.add(out)
                 if err:
                     self.stderr.add(err)
-        except Exception:  # a broken stream only ends the capture; the exec's state decides the outcome
-            pass
+        except _STREAM_ERRORS:
+            pass  # a broken stream only ends the capture; the exec's state decides the outcome
         finally:
             self.ended = time.perf_counter()
 
@@ -115,5 +119,5 @@ def _exit_code(api: Any, exec_id: str) -> int:
 
 def _close(stream: Any) -> None:
     # Best effort: the reader thread is a daemon either way.
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(OSError, AttributeError):
         stream.close()
