@@ -59,6 +59,12 @@ def test_reports_go_outside_the_workspace_and_are_read_back(box, tmp_path: Path)
         box.read_output("junit.xml", 1024)
 
 
+def test_each_command_starts_with_an_empty_output_dir(box) -> None:
+    box.run(f"echo planted > {box.output_path('junit.xml')}", env={}, timeout=10)
+    box.run("true", env={}, timeout=10)
+    assert box.read_output("junit.xml", 1024) is None
+
+
 def test_close_removes_the_scratch_folders(tmp_path: Path) -> None:
     sandbox = LocalSandboxFactory().open(tmp_path)
     scratch = Path(sandbox.output_dir).parent

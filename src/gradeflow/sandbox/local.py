@@ -60,6 +60,9 @@ class LocalSandbox(Sandbox):
         }
 
     def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
+        # A report left by an earlier command (setup, say) must never pass for this command's report.
+        shutil.rmtree(self.output_dir, ignore_errors=True)
+        Path(self.output_dir).mkdir()
         started = time.perf_counter()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             try:
