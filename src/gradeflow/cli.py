@@ -37,11 +37,28 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("task", help="path to task.yaml")
     validate.add_argument("--reference", help="a reference patch that must pass")
     validate.add_argument("--json", action="store_true")
+    validate.add_argument(
+        "--repeat",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="run the tests N times on the base (and the reference) and list tests whose outcome changes",
+    )
     sub.add_parser("schema", help="print the task spec's JSON schema")
     sub.add_parser("profiles", help="list the shipped grading profiles")
     add_suite_commands(sub)
     add_service_commands(sub)
     return parser
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +83,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         from gradeflow.policy import available_profiles, load_profile
 
         for name in available_profiles():
-            print(f"{name}\t{load_profile(name).description}")
+            policy = load_profile(name)
+            print(f"{name}\t{policy.description}\t{policy.outline()}")
         return 0
     if args.command in SUITE_COMMANDS:
         return run_suite_command(args)
@@ -108,6 +126,9 @@ def _write(path: Path, payload: str) -> None:
 
 def _describe(result: GradeResult) -> str:
     lines = [result.summary(), f"decision: {result.decision}"]
+    if result.dimensions:
+        shown = ", ".join(f"{d} {'n/a' if s is None else f'{s:.2f}'}" for d, s in result.dimensions.items())
+        lines.append(f"dimensions ({result.profile}): {shown}")
     if result.reason_codes:
         lines.append(f"reasons: {', '.join(result.reason_codes)}")
     lines += [f"  {m}" for m in result.messages]
@@ -126,7 +147,7 @@ def _validate(args: argparse.Namespace) -> int:
     preflight(task, args.sandbox, args.profile)
     reference = make_submission(patch=args.reference).patch if args.reference else None
     with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        report = validate_task(task, reference, args.sandbox, args.profile)
+        report = validate_task(task, reference, args.sandbox, args.profile, args.repeat)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
@@ -134,6 +155,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{verdict}: {task.task_id}")
         for problem in report.problems:
             print(f"  - {problem}")
+        for flaky in report.flaky:
+            seen = ", ".join(f"{k} {n}x" for k, n in sorted(flaky.counts.items()))
+            state = "quarantined" if flaky.quarantined else "scored" if flaky.scored else "not scored"
+            print(f"  flaky on the {flaky.side}: {flaky.test} ({seen}; {state})")
     return 0 if report.valid else 1
 
 

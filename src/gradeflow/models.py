@@ -32,6 +32,7 @@ __all__ = [
     "PerfSpec",
     "QualitySpec",
     "RequiredPattern",
+    "ReviewSpec",
     "Role",
     "Status",
     "Submission",
@@ -106,6 +107,11 @@ class TestsSpec(_Spec):
     """Seconds before the whole test command (and every process it started) is killed."""
     quarantine: list[str] = Field(default_factory=list)
     """Known-flaky test ids: their outcomes are reported but never scored."""
+    test_files: list[str] = Field(default_factory=lambda: ["**/test_*.py", "**/*_test.py", "**/conftest.py"])
+    """Globs of test files: the ones a patch adds or changes are its own tests (the test evidence)."""
+    evidence_command: str | None = None
+    """Runs only the patch's own tests: ``{junit}`` and ``{tests}`` (their pytest node ids, shell-quoted)
+    are replaced; when omitted, ``command`` with the node ids appended."""
 
     @field_validator("command")
     @classmethod
@@ -130,6 +136,9 @@ class ConstraintsSpec(_Spec):
     forbidden_patterns: list[str] = Field(default_factory=list)
     """Regexes that must not match any added line of a changed file."""
     required_patterns: list[RequiredPattern] = Field(default_factory=list)
+    allow_new_tests: bool = False
+    """When on, a test file the patch adds (``tests.test_files``) breaks neither ``protected`` nor
+    ``allowed_files``; it is still removed before the acceptance run."""
 
     @field_validator("forbidden_patterns")
     @classmethod
@@ -187,6 +196,13 @@ class GradingSpec(_Spec):
         return value
 
 
+class ReviewSpec(_Spec):
+    """What a reviewer expects the patch to touch (reviewability evidence, never a gate)."""
+
+    expected_files: list[str] | None = None
+    """Globs of the files the change belongs in; when omitted, ``constraints.allowed_files``."""
+
+
 class CustomGraderSpec(_Spec):
     """A user grader loaded from an importable ``module:Class``."""
 
@@ -229,6 +245,7 @@ class TaskSpec(_Spec):
     grading: GradingSpec = Field(default_factory=GradingSpec)
     graders: list[CustomGraderSpec] = Field(default_factory=list)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    review: ReviewSpec = Field(default_factory=ReviewSpec)
 
     _resolve_repo = field_validator("repo")(_resolve)
 
@@ -313,8 +330,16 @@ class GradeComponent(BaseModel):
     """Human-readable explanations, one finding each."""
     reason_codes: list[str] = Field(default_factory=list)
     """Machine-readable codes of what went wrong, e.g. ``fail-to-pass-failing``."""
+    dimension: str = "behavior"
+    """The rubric dimension the grader's score belongs to; a profile may map the component elsewhere."""
+    scored: bool = True
+    """``False`` when the grader found no evidence to score (not applicable, or no usable run): the
+    component is reported with its reasons but never weighed, and its ``score`` of 0 means nothing."""
 
     def short(self) -> str:
+        """``name=0.80✓``, ``(gate)`` marked, ``name=n/a`` when unscored."""
+        if not self.scored:
+            return f"{self.name}=n/a"
         mark = "✓" if self.passed else "✗"
         gate = "(gate)" if self.role == "gate" else ""
         return f"{self.name}={self.score:.2f}{mark}{gate}"

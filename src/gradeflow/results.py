@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gradeflow.config import gradeflow_version
-from gradeflow.graders.composite import combine
+from gradeflow.graders.composite import Combined, combine
 from gradeflow.models import ChangedFile, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
 from gradeflow.policy import Profile
 
 __all__ = ["graded_result", "inconclusive_result", "refused_result", "task_weights"]
 
 
-def task_weights(
-    task: TaskSpec, profile: Profile, custom: dict[str, float] | None = None
-) -> dict[str, float]:
+def task_weights(task: TaskSpec, profile: Profile, custom: dict[str, float] | None = None) -> dict[str, float]:
     """Objective weights: the profile's, then custom graders' own, then the task's ``grading.weights``."""
     return {**profile.weights, **(custom or {}), **task.grading.weights}
 
@@ -30,35 +29,84 @@ def graded_result(
     environment: EnvironmentFingerprint | None = None,
     weights: dict[str, float] | None = None,
 ) -> GradeResult:
-    """Combine the components under the profile into a graded result."""
+    """Combine the components under the profile into a graded result.
+
+    Inconclusive instead when a dimension the profile requires (``missing: inconclusive``) has no
+    evidence: the components and the dimensions that were scored are kept, the score is not.
+    """
     threshold = task.grading.pass_threshold
-    combined = combine(
-        components,
-        weights if weights is not None else task_weights(task, profile),
-        profile.pass_threshold if threshold is None else threshold,
-    )
-    codes = [code for c in combined.components for code in c.reason_codes]
-    if not changes:
-        codes.insert(0, "empty-patch")
-    hard = [c for c in codes if c in profile.hard_gates]
-    decision = profile.decide(combined.score, combined.gate_failed or bool(hard))
+    weights = weights if weights is not None else task_weights(task, profile)
+    combined = combine(components, weights, profile.pass_threshold if threshold is None else threshold, profile)
+    if combined.missing:
+        return _missing_dimension(task, submission_id, combined, profile, patch, changes, environment)
     return GradeResult(
         task_id=task.task_id,
         submission_id=submission_id,
         status="graded",
-        score=combined.score,
-        passed=combined.passed and not hard,
-        decision=decision,
-        reason_codes=list(dict.fromkeys(codes)),
         components=combined.components,
-        files_changed=[c.path for c in changes],
-        lines_added=sum(c.lines_added for c in changes),
-        lines_removed=sum(c.lines_removed for c in changes),
         patch=patch,
         profile=profile.name,
+        dimensions=combined.dimensions,
         environment=environment,
         gradeflow_version=gradeflow_version(),
+        **_verdict(combined, profile, empty=not changes),
+        **_change_counts(changes),
     )
+
+
+def _missing_dimension(
+    task: TaskSpec,
+    submission_id: str,
+    combined: Combined,
+    profile: Profile,
+    patch: str,
+    changes: Sequence[ChangedFile],
+    environment: EnvironmentFingerprint | None,
+) -> GradeResult:
+    message = f"no evidence for {', '.join(combined.missing)}, which profile {profile.name!r} requires"
+    return inconclusive_result(
+        task,
+        submission_id,
+        "dimension-missing",
+        message,
+        profile.name,
+        components=combined.components,
+        patch=patch,
+        changes=changes,
+        environment=environment,
+        dimensions=combined.dimensions,
+    )
+
+
+def _verdict(combined: Combined, profile: Profile, *, empty: bool) -> dict[str, Any]:
+    """Score, passed, decision, reason codes and messages of a combination under the profile's hard gates."""
+    codes = list(dict.fromkeys((["empty-patch"] if empty else []) + combined.reason_codes))
+    hard = [c for c in codes if c in profile.hard_gates]
+    return {
+        "score": combined.score,
+        "passed": combined.passed and not hard,
+        "decision": profile.decide(combined.score, combined.gate_failed or bool(hard)),
+        "reason_codes": codes,
+        "messages": [f"hard gate: {code}" for code in hard] + _unplaced(combined.components, profile),
+    }
+
+
+def _change_counts(changes: Sequence[ChangedFile]) -> dict[str, Any]:
+    return {
+        "files_changed": [c.path for c in changes],
+        "lines_added": sum(c.lines_added for c in changes),
+        "lines_removed": sum(c.lines_removed for c in changes),
+    }
+
+
+def _unplaced(components: Sequence[GradeComponent], profile: Profile) -> list[str]:
+    """A note for each objective whose dimension the profile does not name (reported, never scored)."""
+    return [
+        f"component {c.name} belongs to dimension {profile.dimension_of(c)!r}, which profile {profile.name!r} "
+        "does not name: reported, not scored"
+        for c in components
+        if c.role == "objective" and not profile.reports(profile.dimension_of(c))
+    ]
 
 
 def refused_result(
@@ -87,6 +135,7 @@ def refused_result(
         patch=patch,
         messages=[message],
         profile=profile.name,
+        dimensions=dict.fromkeys(profile.dimensions),
         environment=environment,
         gradeflow_version=gradeflow_version(),
     )
@@ -103,8 +152,9 @@ def inconclusive_result(
     patch: str = "",
     changes: Sequence[ChangedFile] = (),
     environment: EnvironmentFingerprint | None = None,
+    dimensions: Mapping[str, float | None] | None = None,
 ) -> GradeResult:
-    """The environment failed: no score, the reason, and whatever evidence was gathered."""
+    """No score: the reason, and whatever evidence (components, dimension scores) was gathered."""
     return GradeResult(
         task_id=task.task_id,
         submission_id=submission_id,
@@ -120,6 +170,7 @@ def inconclusive_result(
         patch=patch,
         messages=[message],
         profile=profile_name,
+        dimensions=dict(dimensions or {}),
         environment=environment,
         gradeflow_version=gradeflow_version(),
     )

@@ -1,30 +1,52 @@
-"""The ``grade-submission`` flow: pin → baseline → snapshot → constraints → tests → quality → perf → combine."""
+"""The ``grade-submission`` flow.
+
+pin → baseline → snapshot → constraints → test evidence → reviewability → tests → quality → perf → combine
+
+Test evidence and reviewability run only when the profile reports their dimension; test evidence runs
+before the tests step, which restores the patch's test files to the base. Every step logs its outcome
+(JSON, redacted) with ``run_id``, ``task_id`` and ``submission_id`` bound.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import structlog
 from prefect import flow
+from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
 from gradeflow.errors import InfraError, SpecError
-from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.logs import get_logger, redacting
+from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.policy import Profile, load_profile
 from gradeflow.results import inconclusive_result, refused_result
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.tasks.baseline import prepare_baseline
+from gradeflow.tasks.baseline import Baseline, prepare_baseline
 from gradeflow.tasks.combine import combine_components, publish_artifacts
 from gradeflow.tasks.constraints import check_constraints
 from gradeflow.tasks.environment import describe_environment, pin_base
 from gradeflow.tasks.perf import run_perf
 from gradeflow.tasks.quality import measure_quality
+from gradeflow.tasks.review import check_reviewability
 from gradeflow.tasks.snapshot import Snapshot, discard, take_snapshot
+from gradeflow.tasks.test_evidence import check_test_evidence
 from gradeflow.tasks.tests import run_tests
 
 __all__ = ["grade_submission"]
+
+
+def _outcome(component: GradeComponent) -> dict[str, Any]:
+    """What a log line says about a component: numbers and codes, never messages or details."""
+    return {
+        "score": component.score if component.scored else None,
+        "passed": component.passed,
+        "reason_codes": component.reason_codes,
+    }
 
 
 class _Progress:
@@ -33,14 +55,28 @@ class _Progress:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
         self.snapshot: Snapshot | None = None
+        self.log = get_logger("gradeflow.grade")
 
     @contextmanager
-    def step(self, name: str) -> Iterator[None]:
+    def step(self, name: str) -> Iterator[dict[str, Any]]:
+        """Time a step and log its outcome (what the block puts in the yielded dict, or the error type)."""
+        outcome: dict[str, Any] = {}
         started = time.perf_counter()
         try:
-            yield
+            yield outcome
+        except BaseException as exc:
+            outcome["error"] = type(exc).__name__
+            raise
         finally:
             self.timings[name] = round(time.perf_counter() - started, 4)
+            self.log.info("step", step=name, seconds=self.timings[name], **outcome)
+
+    def component(self, name: str, call: Callable[[], GradeComponent | None]) -> GradeComponent | None:
+        """Run a step that yields one component (or none) and log it."""
+        with self.step(name) as outcome:
+            component = call()
+            outcome.update(_outcome(component) if component is not None else {"skipped": True})
+        return component
 
 
 @flow(
@@ -55,10 +91,36 @@ def grade_submission(
     sandbox: str | SandboxFactory | None = None,
     profile: str | None = None,
 ) -> GradeResult | State:
-    """Grade one submission; an environment failure ends in a Completed state named ``Inconclusive``."""
+    """Grade one submission; an environment failure ends in a Completed state named ``Inconclusive``.
+
+    Log lines carry ``run_id`` (one a caller bound, e.g. an agent run, else this flow run's id),
+    ``flow_run_id``, ``task_id`` and ``submission_id``; the task's ``env`` values are redacted.
+    """
     policy = load_profile(profile or task_spec.grading.profile)
     factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    run_id = structlog.contextvars.get_contextvars().get("run_id") or flow_run.id
+    with (
+        structlog.contextvars.bound_contextvars(
+            run_id=run_id,
+            flow_run_id=flow_run.id,
+            task_id=task_spec.task_id,
+            submission_id=submission.submission_id,
+            profile=policy.name,
+        ),
+        redacting(task_spec.env.values()),
+    ):
+        result = _graded_or_inconclusive(task_spec, submission, factory, policy)
+    publish_artifacts(result)
+    if result.status == "inconclusive":
+        return Completed(name="Inconclusive", message=result.summary(), data=result)
+    return result
+
+
+def _graded_or_inconclusive(
+    task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile
+) -> GradeResult:
     progress = _Progress()
+    progress.log.info("grade started", sandbox=factory.kind)
     try:
         result = _grade(task_spec, submission, factory, policy, progress)
     except SpecError:
@@ -70,11 +132,15 @@ def grade_submission(
         result = _inconclusive(task_spec, submission, policy, progress, "internal-error", message)
     finally:
         discard(progress.snapshot.workspace if progress.snapshot else None)
-    result = result.model_copy(update={"timings": progress.timings})
-    publish_artifacts(result)
-    if result.status == "inconclusive":
-        return Completed(name="Inconclusive", message=result.summary(), data=result)
-    return result
+    progress.log.info(
+        "grade finished",
+        status=result.status,
+        score=result.score,
+        decision=result.decision,
+        reason_codes=result.reason_codes,
+        dimensions=result.dimensions,
+    )
+    return result.model_copy(update={"timings": progress.timings})
 
 
 def _inconclusive(
@@ -89,6 +155,7 @@ def _inconclusive(
         policy.name,
         patch=snapshot.patch if snapshot else (submission.patch or ""),
         changes=snapshot.changes if snapshot else (),
+        dimensions=dict.fromkeys(policy.dimensions),
     )
 
 
@@ -98,8 +165,9 @@ def _grade(
     with progress.step("baseline"):
         environment = describe_environment(task_spec, factory)
         baseline = prepare_baseline(task_spec, pin_base(task_spec), environment, factory)
-    with progress.step("snapshot"):
+    with progress.step("snapshot") as outcome:
         snapshot = progress.snapshot = take_snapshot(task_spec, submission, baseline)
+        outcome.update(files_changed=len(snapshot.changes), refusal=snapshot.refusal)
     if snapshot.refusal:
         return refused_result(
             task_spec,
@@ -110,17 +178,46 @@ def _grade(
             patch=snapshot.patch,
             environment=environment,
         )
-    with progress.step("constraints"):
-        constraints = check_constraints(task_spec, snapshot)
-    with progress.step("tests"):
+    constraints = progress.component("constraints", lambda: check_constraints(task_spec, snapshot))
+    extra = _rubric_evidence(task_spec, snapshot, baseline, factory, policy, progress)
+    with progress.step("tests") as outcome:
         tests = run_tests(task_spec, snapshot, baseline, factory)
-    with progress.step("quality"):
-        quality = measure_quality(task_spec, snapshot)
-    with progress.step("perf"):
-        perf = run_perf(task_spec, snapshot, baseline, factory)
-    with progress.step("combine"):
-        components = [c for c in (constraints, tests.component, quality, perf) if c is not None]
+        outcome.update(_outcome(tests.component))
+    quality = progress.component("quality", lambda: measure_quality(task_spec, snapshot))
+    perf = progress.component("perf", lambda: run_perf(task_spec, snapshot, baseline, factory))
+    with progress.step("combine") as outcome:
+        found = (constraints, tests.component, quality, perf, *extra)
         result = combine_components(
-            task_spec, submission.submission_id, snapshot, components, tests, policy, environment
+            task_spec,
+            submission.submission_id,
+            snapshot,
+            [c for c in found if c is not None],
+            tests,
+            policy,
+            environment,
         )
+        outcome.update(score=result.score, decision=result.decision)
     return result
+
+
+def _rubric_evidence(
+    task_spec: TaskSpec,
+    snapshot: Snapshot,
+    baseline: Baseline,
+    factory: SandboxFactory,
+    policy: Profile,
+    progress: _Progress,
+) -> list[GradeComponent | None]:
+    """The patch's own tests and reviewability, for the dimensions the profile reports (before the tests step)."""
+    found: list[GradeComponent | None] = []
+    if policy.reports("test_evidence"):
+        found.append(
+            progress.component("test_evidence", lambda: check_test_evidence(task_spec, snapshot, baseline, factory))
+        )
+    if policy.reports("reviewability"):
+        found.append(
+            progress.component(
+                "reviewability", lambda: check_reviewability(task_spec, snapshot, baseline, policy.review)
+            )
+        )
+    return found

@@ -1,4 +1,9 @@
-"""The ``validate-task`` flow: is a task spec sound before agents are graded against it?"""
+"""The ``validate-task`` flow: is a task spec sound before agents are graded against it?
+
+Problems: a ``fail_to_pass`` test that passes on the base, a ``pass_to_pass`` test that does not, an
+empty submission scoring above 0, a reference patch that does not pass, and (with ``repeat`` > 1) a
+scored test whose outcome changes between repeated runs of the same workspace and is not quarantined.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.tasks.baseline import prepare_baseline
 from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 
 __all__ = ["ValidationReport", "base_problems", "validate_task"]
 
@@ -22,6 +28,10 @@ class ValidationReport(BaseModel):
     base_outcomes: dict[str, str] = Field(default_factory=dict)
     empty: GradeResult | None = None
     reference: GradeResult | None = None
+    repeat: int = 1
+    """How many times the tests ran on the base (and on the reference) to find flaky tests."""
+    flaky: list[FlakyTest] = Field(default_factory=list)
+    """Tests whose outcome changed between those runs, quarantined or not."""
 
     @property
     def valid(self) -> bool:
@@ -33,7 +43,7 @@ def base_problems(task: TaskSpec, outcomes: dict[str, str]) -> list[str]:
     problems = [
         f"fail_to_pass {t} does not fail on the base (it is {outcomes.get(t, 'missing')})"
         for t in task.tests.fail_to_pass
-        if outcomes.get(t, "missing") == "passed"
+        if t not in task.tests.quarantine and outcomes.get(t, "missing") == "passed"
     ]
     problems += [
         f"pass_to_pass {t} does not pass on the base (it is {outcomes.get(t, 'missing')})"
@@ -55,9 +65,7 @@ def _empty_problems(result: GradeResult) -> list[str]:
 def _reference_problems(result: GradeResult) -> list[str]:
     if result.passed:
         return []
-    why = "; ".join(m for c in result.components for m in c.messages if not c.passed) or "; ".join(
-        result.messages
-    )
+    why = "; ".join(m for c in result.components for m in c.messages if not c.passed) or "; ".join(result.messages)
     return [f"the reference patch does not pass ({result.summary()}): {why}"]
 
 
@@ -72,15 +80,13 @@ def validate_task(
     reference: str | None = None,
     sandbox: str | SandboxFactory | None = None,
     profile: str | None = None,
+    repeat: int = 1,
 ) -> ValidationReport:
+    """Check the base, an empty submission, the reference patch and (``repeat`` > 1) flaky tests."""
     from gradeflow.flows.grade import grade_submission
 
-    factory = (
-        sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
-    )
-    baseline = prepare_baseline(
-        task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory
-    )
+    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    baseline = prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
     report = ValidationReport(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),
@@ -90,12 +96,21 @@ def validate_task(
     report.empty = _as_result(empty)
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        graded = grade_submission(
-            task_spec, Submission(submission_id="reference", patch=reference), factory, profile
-        )
+        graded = grade_submission(task_spec, Submission(submission_id="reference", patch=reference), factory, profile)
         report.reference = _as_result(graded)
         report.problems += _reference_problems(report.reference)
+    if repeat > 1:
+        report.repeat = repeat
+        sides = [None] if reference is None else [None, reference]
+        runs = [repeat_tests(task_spec, baseline, patch, factory, repeat) for patch in sides]
+        report.flaky = [f for r in runs for f in flaky_tests(task_spec, r)]
+        report.problems += [f"{r.side} run {e}" for r in runs for e in r.errors] + _flaky_problems(report.flaky)
     return report
+
+
+def _flaky_problems(flaky: list[FlakyTest]) -> list[str]:
+    counts = [(f, ", ".join(f"{k} {n}x" for k, n in sorted(f.counts.items()))) for f in flaky if f.scored]
+    return [f"{f.test} is flaky on the {f.side} ({seen}): add it to tests.quarantine" for f, seen in counts]
 
 
 def _as_result(value: object) -> GradeResult:

@@ -5,6 +5,8 @@ from gradeflow.graders.composite import CompositeGrader, combine
 from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.graders.perf import PerfGrader, perf_score
 from gradeflow.graders.quality import QualityGrader, measure_source
+from gradeflow.graders.reviewability import ReviewabilityGrader
+from gradeflow.graders.test_evidence import PatchTestsEvidence, TestEvidenceGrader
 from gradeflow.graders.tests import TestGrader
 
 __all__ = [
@@ -13,8 +15,11 @@ __all__ = [
     "Grader",
     "GradingContext",
     "InMemoryWorkspace",
+    "PatchTestsEvidence",
     "PerfGrader",
     "QualityGrader",
+    "ReviewabilityGrader",
+    "TestEvidenceGrader",
     "TestGrader",
     "WorkspaceView",
     "combine",

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gradeflow.evidence import FunctionMetrics, PerfEvidence, TestRunEvidence
 from gradeflow.models import ChangedFile, GradeComponent, Role, TaskSpec
+
+if TYPE_CHECKING:
+    from gradeflow.graders._functions import FunctionChange
+    from gradeflow.graders.test_evidence import PatchTestsEvidence
 
 __all__ = ["Grader", "GradingContext", "InMemoryWorkspace", "WorkspaceView"]
 
@@ -65,6 +69,10 @@ class GradingContext:
     """The same test command on the pristine base (for skipped pass_to_pass tests)."""
     functions: list[FunctionMetrics] | None = None
     perf: PerfEvidence | None = None
+    patch_tests: PatchTestsEvidence | None = None
+    """The patch's own tests, run on the pristine base and on the candidate."""
+    changed_functions: list[FunctionChange] | None = None
+    """Functions of the changed non-test Python files whose lines the patch touched, before and after."""
 
     @property
     def patch(self) -> str:
@@ -84,13 +92,28 @@ class Grader(abc.ABC):
 
     name: ClassVar[str]
     role: Role = "objective"
+    dimension: ClassVar[str] = "behavior"
+    """The rubric dimension this grader's components belong to (a profile may remap them)."""
 
     @abc.abstractmethod
     def grade(self, context: GradingContext) -> GradeComponent:
         """Score the submission; raising is reported as this component failing, not as a crash."""
 
     def component(self, score: float, passed: bool, **fields: object) -> GradeComponent:
-        """A component carrying this grader's name and role."""
+        """A component carrying this grader's name, role and dimension."""
         return GradeComponent.model_validate(
-            {"name": self.name, "role": self.role, "score": score, "passed": passed, **fields}
+            {
+                "name": self.name,
+                "role": self.role,
+                "dimension": self.dimension,
+                "score": score,
+                "passed": passed,
+                **fields,
+            }
+        )
+
+    def unscored(self, message: str, *reason_codes: str, **details: object) -> GradeComponent:
+        """A component saying there was no evidence to score: reported, never weighed."""
+        return self.component(
+            0.0, False, scored=False, messages=[message], reason_codes=list(reason_codes), details=details
         )

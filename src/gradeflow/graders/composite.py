@@ -1,22 +1,29 @@
-"""CompositeGrader: many components, one score, one decision.
+"""CompositeGrader: many components, one score per dimension, one score, one decision.
 
-score  = Σ wᵢ·sᵢ / Σ wᵢ over objectives (0 when there is none)
-score  = 0 when any gate failed
-passed = every component passed and score ≥ pass_threshold
+Under a :class:`~gradeflow.policy.Profile` (the default one counts everything as ``behavior``):
+
+dimension d     = Σ wᵢ·sᵢ / Σ wᵢ over the scored objectives of d, ``None`` when d has none
+score           = Σ W_d·d / Σ W_d over the dimensions weighing W_d > 0 that have a score (0 when none)
+score           = 0 when any gate failed
+passed          = no gate failed, every counted component of a ``must_pass`` dimension passed,
+                  no dimension the profile requires is missing, and score ≥ pass_threshold
+
+Components of a dimension weighing 0 (or one the profile does not name) are reported, not counted,
+and their reason codes stay in the component.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gradeflow.errors import SpecError
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import CustomGraderSpec, GradeComponent
 from gradeflow.policy import Profile
 
-__all__ = ["Combined", "CompositeGrader", "combine", "load_custom_grader", "safe_grade"]
+__all__ = ["Combined", "CompositeGrader", "combine", "dimension_scores", "load_custom_grader", "safe_grade"]
 
 
 @dataclass(frozen=True)
@@ -27,24 +34,68 @@ class Combined:
     score: float
     passed: bool
     gate_failed: bool
+    dimensions: dict[str, float | None] = field(default_factory=dict)
+    """Every dimension the profile names, ``None`` where no scored component gave evidence."""
+    missing: list[str] = field(default_factory=list)
+    """Dimensions without evidence that the profile says make the grade inconclusive."""
+    reason_codes: list[str] = field(default_factory=list)
+    """Codes of the gates and of the components in dimensions that count, in component order."""
+
+
+def _weighed(component: GradeComponent, weights: dict[str, float]) -> GradeComponent:
+    weight = weights.get(component.name, 1.0) if component.role == "objective" and component.scored else None
+    return component.model_copy(update={"weight": weight})
+
+
+def _in_play(component: GradeComponent, profile: Profile) -> bool:
+    """A scored objective with a positive weight, in a dimension of the profile."""
+    return (
+        component.role == "objective"
+        and component.scored
+        and (component.weight or 0) > 0
+        and profile.dimension_of(component) in profile.dimensions
+    )
+
+
+def dimension_scores(components: Sequence[GradeComponent], profile: Profile) -> dict[str, float | None]:
+    """The weighted mean score of each dimension of ``profile`` (components already weighed)."""
+    scores: dict[str, float | None] = {}
+    for name in profile.dimensions:
+        members = [c for c in components if _in_play(c, profile) and profile.dimension_of(c) == name]
+        total = sum(c.weight or 0 for c in members)
+        scores[name] = round(sum((c.weight or 0) * c.score for c in members) / total, 6) if members else None
+    return scores
+
+
+def _overall(dimensions: dict[str, float | None], profile: Profile) -> float:
+    counted = [(profile.dimensions[d].weight, s) for d, s in dimensions.items() if s is not None]
+    total = sum(w for w, _ in counted)
+    return sum(w * s for w, s in counted) / total if total else 0.0
 
 
 def combine(
-    components: Sequence[GradeComponent], weights: dict[str, float], pass_threshold: float
+    components: Sequence[GradeComponent],
+    weights: dict[str, float],
+    pass_threshold: float,
+    profile: Profile | None = None,
 ) -> Combined:
-    """Weigh objectives (unlisted ones weigh 1), zero the score on a failed gate, decide passed."""
-    weighted = [
-        c.model_copy(update={"weight": weights.get(c.name, 1.0) if c.role == "objective" else None})
-        for c in components
-    ]
-    objectives = [c for c in weighted if c.role == "objective" and (c.weight or 0) > 0]
-    total = sum(c.weight or 0 for c in objectives)
-    score = sum((c.weight or 0) * c.score for c in objectives) / total if total else 0.0
-    gate_failed = any(c.role == "gate" and not c.passed for c in weighted)
+    """Weigh objectives (unlisted ones weigh 1), score the profile's dimensions, apply gates, decide passed."""
+    policy = profile or Profile(name="default")
+    weighted = [_weighed(c, weights) for c in components]
+    dimensions = dimension_scores(weighted, policy)
+    counts = {d for d, spec in policy.dimensions.items() if spec.weight > 0}
+    score = _overall({d: s for d, s in dimensions.items() if d in counts}, policy)
+    gate_failed = any(c.role == "gate" and c.scored and not c.passed for c in weighted)
     if gate_failed:
         score = 0.0
-    passed = all(c.passed for c in weighted) and score >= pass_threshold and bool(objectives or weighted)
-    return Combined(weighted, round(score, 6), passed, gate_failed)
+    missing = [d for d in counts if dimensions[d] is None and policy.dimensions[d].missing == "inconclusive"]
+    counted = [c for c in weighted if _in_play(c, policy) and policy.dimension_of(c) in counts]
+    must = [c for c in counted if policy.dimensions[policy.dimension_of(c)].must_pass]
+    passed = bool(weighted) and not gate_failed and not missing and all(c.passed for c in must)
+    codes = [code for c in weighted if c.role == "gate" or policy.dimension_of(c) in counts for code in c.reason_codes]
+    return Combined(
+        weighted, round(score, 6), passed and score >= pass_threshold, gate_failed, dimensions, missing, codes
+    )
 
 
 def safe_grade(grader: Grader, context: GradingContext) -> GradeComponent:
@@ -55,6 +106,7 @@ def safe_grade(grader: Grader, context: GradingContext) -> GradeComponent:
         return GradeComponent(
             name=getattr(grader, "name", type(grader).__name__),
             role=grader.role,
+            dimension=getattr(grader, "dimension", "behavior"),
             score=0.0,
             passed=False,
             messages=[f"grader {type(grader).__name__} raised {type(exc).__name__}: {exc}"],
@@ -95,4 +147,4 @@ class CompositeGrader:
         return [safe_grade(g, context) for g in self.graders]
 
     def combine(self, components: Sequence[GradeComponent]) -> Combined:
-        return combine(components, self.weights, self.pass_threshold)
+        return combine(components, self.weights, self.pass_threshold, self.profile)

@@ -1,7 +1,8 @@
 """ConstraintGrader: the gate on what the diff may touch and contain.
 
 Each declared rule is one check: protected files (always on), ``allowed_files``, ``max_files_changed``,
-``max_lines_changed``, each forbidden pattern and each required pattern.
+``max_lines_changed``, each forbidden pattern and each required pattern. With ``allow_new_tests``, a
+test file the patch adds (``tests.test_files``) is exempt from ``protected`` and ``allowed_files``.
 score = 1 − violations / checks; passed needs zero violations.
 """
 
@@ -45,9 +46,7 @@ class ConstraintGrader(Grader):
         return self.component(
             score,
             not failed,
-            details={
-                "checks": {c.rule: {"passed": not c.violations, "violations": c.violations} for c in checks}
-            },
+            details={"checks": {c.rule: {"passed": not c.violations, "violations": c.violations} for c in checks}},
             messages=[f"{c.rule}: {v}" for c in failed for v in c.violations],
             reason_codes=sorted({c.reason for c in failed}),
         )
@@ -70,12 +69,20 @@ def _touched(change: ChangedFile) -> list[str]:
     return [p for p in (change.path, change.old_path) if p]
 
 
+def _scoped(ctx: GradingContext) -> list[ChangedFile]:
+    """The changes the scope rules look at: all, less the new test files ``allow_new_tests`` permits."""
+    task = ctx.task
+    if not task.constraints.allow_new_tests:
+        return list(ctx.workspace.changes)
+    return [
+        c for c in ctx.workspace.changes if not (c.status == "added" and matches_any(c.path, task.tests.test_files))
+    ]
+
+
 def _protected(ctx: GradingContext) -> _Check:
     globs = protected_globs(ctx.task)
-    hits = sorted({p for c in ctx.workspace.changes for p in _touched(c) if matches_any(p, globs)})
-    return _Check(
-        "protected", [f"{p} is protected and was {_status(ctx, p)}" for p in hits], "protected-file-modified"
-    )
+    hits = sorted({p for c in _scoped(ctx) for p in _touched(c) if matches_any(p, globs)})
+    return _Check("protected", [f"{p} is protected and was {_status(ctx, p)}" for p in hits], "protected-file-modified")
 
 
 def _status(ctx: GradingContext, path: str) -> str:
@@ -84,7 +91,7 @@ def _status(ctx: GradingContext, path: str) -> str:
 
 def _allowed_files(ctx: GradingContext) -> _Check:
     allowed = ctx.task.constraints.allowed_files or []
-    outside = sorted({p for c in ctx.workspace.changes for p in _touched(c) if not matches_any(p, allowed)})
+    outside = sorted({p for c in _scoped(ctx) for p in _touched(c) if not matches_any(p, allowed)})
     return _Check("allowed_files", [f"{p} is outside the allowed files" for p in outside], "scope-expansion")
 
 

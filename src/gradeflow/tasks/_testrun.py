@@ -28,9 +28,12 @@ def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
     return sandbox.run(task.setup, env=dict(task.env), timeout=task.tests.timeout)
 
 
-def run_test_command(task: TaskSpec, sandbox: Sandbox) -> TestRunEvidence:
-    """Run the tests and read their JUnit report; a report that contradicts the run is flagged as tampered."""
-    command = task.tests.command.replace("{junit}", sandbox.output_path(JUNIT_NAME))
+def run_test_command(task: TaskSpec, sandbox: Sandbox, command: str | None = None) -> TestRunEvidence:
+    """Run the tests and read their JUnit report; a report that contradicts the run is flagged as tampered.
+
+    ``command`` replaces ``tests.command`` (the test-evidence step runs only the patch's own tests).
+    """
+    command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
     started = time.time()
     result = sandbox.run(command, env=dict(task.env), timeout=task.tests.timeout)
     evidence = TestRunEvidence(

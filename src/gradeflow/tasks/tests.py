@@ -44,19 +44,16 @@ class TestsOutcome(BaseModel):
     retry_delay_seconds=1,
     retry_condition_fn=retry_on_infra,
 )
-def run_tests(
-    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory
-) -> TestsOutcome:
+def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory) -> TestsOutcome:
     workspace = snapshot.workspace
     assert workspace is not None
     touched = [p for c in snapshot.changes for p in (c.path, c.old_path) if p]
-    restored = restore_from(
-        baseline.pristine, workspace, [p for p in touched if matches_any(p, protected_globs(task_spec))]
-    )
+    # The patch's own test files go too: they had their run in the test-evidence step, and code in
+    # them must not reach the acceptance tests (pytest imports every collected module in one process).
+    keep_out = [*protected_globs(task_spec), *task_spec.tests.test_files]
+    restored = restore_from(baseline.pristine, workspace, [p for p in touched if matches_any(p, keep_out)])
     evidence = candidate_test_run(task_spec, workspace, sandboxes)
-    context = GradingContext(
-        task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests
-    )
+    context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = safe_grade(TestGrader(), context)
     if restored:
         component.messages.append(f"restored to base before the run: {', '.join(restored)}")

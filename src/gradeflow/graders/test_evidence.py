@@ -1,0 +1,140 @@
+"""TestEvidenceGrader: did the patch bring its own regression test, and does that test prove anything?
+
+The patch's own tests (the ``tests.test_files`` it adds or changes, down to the touched test functions)
+run twice: on the pristine base with only those test files added, where a regression test should
+fail, and on the candidate, where it should pass. A test *proves* the change when it passes on the
+candidate and does not pass on the base.
+
+| situation                                                   | score                          |
+|-------------------------------------------------------------|--------------------------------|
+| no test in the patch, bugfix or feature task                | 0, ``missing-regression-test`` |
+| no test in the patch, refactor or perf task                 | unscored (not expected)        |
+| its tests are all skipped on the candidate                  | as if there were none          |
+| no usable report (timeout, setup failure, nothing collected)| unscored, ``test-evidence-unavailable`` |
+| k of n tests pass on the candidate, at least one proves     | k / n                          |
+| k of n pass, none fails on the base                         | k / n × 0.25, ``test-does-not-fail-on-base`` |
+
+A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n.
+The component passes when every test passes on the candidate and at least one proves the change.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from gradeflow.evidence import Outcome, TestCaseResult, TestRunEvidence
+from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.models import GradeComponent
+
+__all__ = ["UNPROVEN_CREDIT", "PatchTestsEvidence", "TestEvidenceGrader"]
+
+UNPROVEN_CREDIT = 0.25
+"""Share of credit for tests that pass on the base too: they pin behavior but prove nothing about the fix."""
+
+
+class PatchTestsEvidence(BaseModel):
+    """The patch's own tests and what they did on the base and on the candidate."""
+
+    __test__ = False
+
+    files: list[str] = Field(default_factory=list)
+    """Test files the patch adds or changes."""
+    selected: list[str] = Field(default_factory=list)
+    """What was run: pytest node ids of touched tests, or the path of a test file the patch adds."""
+    base: TestRunEvidence | None = None
+    """The run on the pristine base with only the patch's test files added."""
+    candidate: TestRunEvidence | None = None
+    """The run on the candidate workspace."""
+
+
+def _key(case: TestCaseResult) -> str:
+    return f"{case.classname}::{case.name}"
+
+
+def _outcomes(run: TestRunEvidence | None) -> dict[str, Outcome]:
+    return {_key(c): c.outcome for c in run.cases} if run else {}
+
+
+def _unusable(run: TestRunEvidence | None, side: str) -> str | None:
+    """Why ``run`` says nothing about the tests; a base run that timed out still says they fail there."""
+    if run is None:
+        return f"the patch's tests were not run on the {side}"
+    if run.setup_failed:
+        return f"the setup command failed before the patch's tests could run on the {side}"
+    if side == "base" and run.timed_out:
+        return None
+    if run.timed_out or run.oom_killed:
+        return f"the patch's tests were killed on the {side} (timeout or memory)"
+    if not run.junit_found or run.junit_error:
+        return f"the patch's tests gave no usable report on the {side}: {run.junit_error or 'no JUnit report'}"
+    return None
+
+
+class TestEvidenceGrader(Grader):
+    """Objective in the ``test_evidence`` dimension; runs nothing, scores the evidence gathered."""
+
+    __test__ = False
+    name = "test_evidence"
+    dimension = "test_evidence"
+
+    def grade(self, context: GradingContext) -> GradeComponent:
+        evidence = context.patch_tests
+        if evidence is None:
+            raise ValueError("the test-evidence step gathered no evidence")
+        if not evidence.selected:
+            return self._no_tests(context, evidence)
+        why = _unusable(evidence.candidate, "candidate") or _unusable(evidence.base, "base")
+        if why:
+            return self.unscored(why, "test-evidence-unavailable", files=evidence.files, selected=evidence.selected)
+        candidate = _outcomes(evidence.candidate)
+        if candidate and all(o == "skipped" for o in candidate.values()):
+            return self._no_tests(context, evidence, " (its tests are all skipped)")
+        return self._score(evidence)
+
+    def _no_tests(self, context: GradingContext, evidence: PatchTestsEvidence, where: str = "") -> GradeComponent:
+        kind = context.task.type
+        if evidence.files and not where:
+            where = f" (it changes {', '.join(evidence.files)} but no test in them)"
+        if kind in ("bugfix", "feature"):
+            return self.component(
+                0.0,
+                False,
+                details={"files": evidence.files, "selected": evidence.selected},
+                messages=[f"the patch brings no regression test{where}; a {kind} task expects one"],
+                reason_codes=["missing-regression-test"],
+            )
+        return self.unscored(
+            f"the patch brings no test{where}; none is expected on a {kind} task",
+            files=evidence.files,
+            selected=evidence.selected,
+        )
+
+    def _score(self, evidence: PatchTestsEvidence) -> GradeComponent:
+        candidate, base = _outcomes(evidence.candidate), _outcomes(evidence.base)
+        ran = {k: o for k, o in candidate.items() if o != "skipped"}
+        if not ran:
+            return self.unscored(
+                "none of the patch's tests was collected on the candidate",
+                "test-evidence-unavailable",
+                files=evidence.files,
+                selected=evidence.selected,
+            )
+        passing = [k for k, o in ran.items() if o == "passed"]
+        failing = [k for k in ran if k not in passing]
+        proving = [k for k in passing if base.get(k, "missing") != "passed"]
+        score = len(passing) / len(ran) * (1.0 if proving else UNPROVEN_CREDIT)
+        messages = [f"{k} {ran[k]} on the candidate" for k in failing]
+        if not proving:
+            messages.append("none of the patch's tests fails on the base: they do not show the change matters")
+        else:
+            messages.append(f"{len(proving)} of {len(ran)} of the patch's tests fail on the base and pass after it")
+        codes = (["regression-test-fails"] if failing else []) + ([] if proving else ["test-does-not-fail-on-base"])
+        details = {
+            "files": evidence.files,
+            "selected": evidence.selected,
+            "proving": proving,
+            "tests": {k: {"base": base.get(k, "missing"), "candidate": o} for k, o in candidate.items()},
+        }
+        return self.component(
+            round(score, 6), not failing and bool(proving), details=details, messages=messages, reason_codes=codes
+        )

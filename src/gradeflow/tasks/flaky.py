@@ -1,0 +1,134 @@
+"""Task: the test command run N times on one workspace, and the tests whose outcome changes between runs.
+
+Used by ``gradeflow validate --repeat N`` on the pristine base and on the base with the reference patch
+applied (hidden tests injected, as for a grade). A test is *flaky* when it does not have the same
+outcome in every run of one workspace (absent from a run counts as ``missing``). Tests are named
+``classname::name`` as the JUnit report spells them, a form ``tests.quarantine`` accepts.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, Field
+
+from gradeflow.errors import BaselineBroken, SubmissionError
+from gradeflow.evidence import Outcome, TestCaseResult
+from gradeflow.junit import outcomes_for
+from gradeflow.models import TaskSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks._files import inject_tree
+from gradeflow.tasks._patching import apply_patch
+from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._testrun import run_setup, run_test_command
+from gradeflow.tasks.baseline import Baseline, working_copy
+
+__all__ = ["FlakyTest", "RepeatedRuns", "flaky_tests", "repeat_tests"]
+
+Side = Literal["base", "reference"]
+
+
+class RepeatedRuns(BaseModel):
+    """Every test's outcome in each of N runs of the test command on one workspace."""
+
+    side: Side
+    runs: int = 0
+    cases: dict[str, TestCaseResult] = Field(default_factory=dict)
+    """One testcase per ``classname::name`` seen in any run (to match test ids against)."""
+    outcomes: dict[str, list[Outcome]] = Field(default_factory=dict)
+    """``classname::name`` → its outcome in each run, ``missing`` where a run did not report it."""
+    errors: list[str] = Field(default_factory=list)
+    """Runs without a usable report, and why."""
+
+
+class FlakyTest(BaseModel):
+    """A test whose outcome changed between runs of the same workspace."""
+
+    test: str
+    """``classname::name``, accepted as is by ``tests.quarantine``."""
+    side: Side
+    counts: dict[str, int]
+    """How many runs gave each outcome."""
+    quarantined: bool
+    """Whether ``tests.quarantine`` names it: reported by a grade, never scored."""
+    scored: bool
+    """Whether a grade scores it (named in ``fail_to_pass``/``pass_to_pass`` and not quarantined)."""
+
+
+def _record(repeated: RepeatedRuns, cases: list[TestCaseResult]) -> None:
+    seen = {f"{c.classname}::{c.name}": c for c in cases}
+    for key in seen.keys() - repeated.outcomes.keys():
+        repeated.outcomes[key] = ["missing"] * repeated.runs
+    for key, history in repeated.outcomes.items():
+        history.append(seen[key].outcome if key in seen else "missing")
+    repeated.cases.update(seen)
+    repeated.runs += 1
+
+
+def _names(test_ids: list[str], case: TestCaseResult) -> bool:
+    return any(outcome != "missing" for outcome in outcomes_for(test_ids, [case]).values())
+
+
+def flaky_tests(task_spec: TaskSpec, repeated: RepeatedRuns) -> list[FlakyTest]:
+    """The tests of ``repeated`` whose outcome changed, with whether the task quarantines or scores them."""
+    spec = task_spec.tests
+    flaky = []
+    for key, history in sorted(repeated.outcomes.items()):
+        if len(set(history)) < 2:
+            continue
+        case = repeated.cases[key]
+        quarantined = _names(spec.quarantine, case)
+        named = _names([*spec.fail_to_pass, *spec.pass_to_pass], case)
+        flaky.append(
+            FlakyTest(
+                test=key,
+                side=repeated.side,
+                counts=dict(Counter(history)),
+                quarantined=quarantined,
+                scored=named and not quarantined,
+            )
+        )
+    return flaky
+
+
+@task(
+    name="repeat-tests",
+    cache_policy=NO_CACHE,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
+def repeat_tests(
+    task_spec: TaskSpec, baseline: Baseline, patch: str | None, sandboxes: SandboxFactory, runs: int
+) -> RepeatedRuns:
+    """Set up once, then run the test command ``runs`` times on the base (or the base plus ``patch``)."""
+    repeated = RepeatedRuns(side="base" if patch is None else "reference")
+    workspace = working_copy(baseline.pristine)
+    try:
+        try:
+            apply_patch(workspace, patch or "")
+        except SubmissionError as exc:
+            return repeated.model_copy(update={"errors": [f"the reference patch cannot be applied: {exc}"]})
+        if task_spec.tests.hidden:
+            inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
+        with sandboxes.open(workspace) as sandbox:
+            setup = run_setup(task_spec, sandbox)
+            if setup is not None and not setup.ok:
+                raise BaselineBroken(
+                    f"task {task_spec.task_id}: setup fails before the repeated runs", reason_code="setup-failed"
+                )
+            for number in range(1, runs + 1):
+                evidence = run_test_command(task_spec, sandbox)
+                if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
+                    why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
+                    repeated.errors.append(f"run {number}: {why}")
+                else:
+                    _record(repeated, evidence.cases)
+    finally:
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+    return repeated

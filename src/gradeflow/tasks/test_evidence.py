@@ -1,0 +1,121 @@
+"""Task: run the patch's own tests on the pristine base and on the candidate, then grade that evidence.
+
+It runs before the tests step, which restores protected files and the patch's test files to the base:
+here the candidate workspace still holds them. Two runs, each after the task's setup command:
+
+* the candidate workspace as the patch left it (hidden tests are not injected);
+* a fresh copy of the pristine base with only the patch's test files (``tests.test_files`` it adds or
+  changes, ``conftest.py`` included) copied in.
+
+What runs (see :func:`gradeflow.graders._functions.selected_test_ids`): a test file the patch adds is
+run whole; in a test file it changes, only the test functions (or ``Test*`` classes) whose own lines
+changed. The command is ``tests.evidence_command`` with ``{tests}`` replaced by the shell-quoted node
+ids, or else ``tests.command`` with the node ids appended, which suits pytest and runners that take
+pytest-style node ids. Limits: touched module-level helpers or fixtures select no test, a test file
+that does not parse is run whole, and pytest's ``python_functions``/``python_classes`` are not read.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from gradeflow.evidence import TestRunEvidence
+from gradeflow.globs import matches_any
+from gradeflow.graders._functions import selected_test_ids, touched_lines
+from gradeflow.graders.base import GradingContext
+from gradeflow.graders.composite import safe_grade
+from gradeflow.graders.test_evidence import PatchTestsEvidence, TestEvidenceGrader
+from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._sources import file_functions
+from gradeflow.tasks._testrun import run_setup, run_test_command
+from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks.snapshot import Snapshot
+
+__all__ = ["check_test_evidence", "evidence_command", "patch_test_files", "select_patch_tests"]
+
+
+def patch_test_files(task_spec: TaskSpec, snapshot: Snapshot) -> list[ChangedFile]:
+    """The test files the patch adds or changes (removed ones are gone from the candidate)."""
+    return [c for c in snapshot.changes if c.status != "removed" and matches_any(c.path, task_spec.tests.test_files)]
+
+
+def select_patch_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) -> list[str]:
+    """Node ids (or whole files) of the patch's own tests, in the order of the diff."""
+    lines = touched_lines(snapshot.patch)
+    view = snapshot.view()
+    selected: list[str] = []
+    for change in patch_test_files(task_spec, snapshot):
+        if not change.path.endswith(".py") or change.path.rsplit("/", 1)[-1] == "conftest.py":
+            continue
+        if change.status == "added":
+            selected.append(change.path)
+            continue
+        functions = file_functions(change, view, baseline.pristine, lines.get(change.path))
+        if functions is None:
+            selected.append(change.path)
+        else:
+            selected += selected_test_ids(change.path, functions.touched, functions.after)
+    return list(dict.fromkeys(selected))
+
+
+def evidence_command(task_spec: TaskSpec, selected: list[str]) -> str:
+    """The command that runs only ``selected`` (``{junit}`` is left for the run to fill in)."""
+    quoted = " ".join(shlex.quote(s) for s in selected)
+    if task_spec.tests.evidence_command:
+        return task_spec.tests.evidence_command.replace("{tests}", quoted)
+    return f"{task_spec.tests.command} {quoted}"
+
+
+def _run(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory, command: str) -> TestRunEvidence:
+    with sandboxes.open(workspace) as sandbox:
+        setup = run_setup(task_spec, sandbox)
+        if setup is not None and not setup.ok:
+            return TestRunEvidence(exit_code=setup.exit_code, timed_out=setup.timed_out, setup_failed=True)
+        return run_test_command(task_spec, sandbox, command)
+
+
+def _base_run(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, command: str
+) -> TestRunEvidence:
+    """The command on a pristine copy holding only the patch's test files from the candidate."""
+    assert snapshot.workspace is not None
+    copy = working_copy(baseline.pristine)
+    try:
+        for change in patch_test_files(task_spec, snapshot):
+            source, target = snapshot.workspace / change.path, copy / change.path
+            if source.is_file() and not source.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+        return _run(task_spec, copy, sandboxes, command)
+    finally:
+        shutil.rmtree(copy.parent, ignore_errors=True)
+
+
+@task(
+    name="test-evidence",
+    cache_policy=NO_CACHE,
+    retries=INFRA_RETRIES,
+    retry_delay_seconds=1,
+    retry_condition_fn=retry_on_infra,
+)
+def check_test_evidence(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory
+) -> GradeComponent:
+    """The test-evidence component: the patch's tests on the candidate (should pass) and the base (should fail)."""
+    assert snapshot.workspace is not None
+    files = [c.path for c in patch_test_files(task_spec, snapshot)]
+    selected = select_patch_tests(task_spec, snapshot, baseline)
+    evidence = PatchTestsEvidence(files=files, selected=selected)
+    if selected:
+        command = evidence_command(task_spec, selected)
+        evidence.candidate = _run(task_spec, snapshot.workspace, sandboxes, command)
+        evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, command)
+    context = GradingContext(task=task_spec, workspace=snapshot.view(), patch_tests=evidence)
+    return safe_grade(TestEvidenceGrader(), context)

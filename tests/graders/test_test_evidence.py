@@ -1,0 +1,200 @@
+"""TestEvidenceGrader table, the touched-function helpers that select the patch's tests, and allow_new_tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import make_task
+from gradeflow.evidence import FunctionMetrics, TestCaseResult, TestRunEvidence
+from gradeflow.graders import (
+    ConstraintGrader,
+    GradingContext,
+    InMemoryWorkspace,
+    PatchTestsEvidence,
+    TestEvidenceGrader,
+)
+from gradeflow.graders._functions import TouchedLines, selected_test_ids, touched_functions, touched_lines
+from gradeflow.models import ChangedFile, TaskSpec
+
+NEW = "tests/test_new.py"
+
+
+def _run(outcomes: dict[str, str] | None, **fields: object) -> TestRunEvidence:
+    if outcomes is None:
+        return TestRunEvidence.model_validate(fields)
+    cases = [TestCaseResult(classname="tests.test_new", name=n, outcome=o) for n, o in outcomes.items()]  # type: ignore[arg-type]
+    return TestRunEvidence.model_validate({"junit_found": True, "cases": cases, "exit_code": 0, **fields})
+
+
+def _grade(kind: str, evidence: PatchTestsEvidence):  # type: ignore[no-untyped-def]
+    task = TaskSpec.model_validate(make_task(type=kind))
+    context = GradingContext(task=task, workspace=InMemoryWorkspace(), patch_tests=evidence)
+    return TestEvidenceGrader().grade(context)
+
+
+def _evidence(base: TestRunEvidence | None, candidate: TestRunEvidence | None) -> PatchTestsEvidence:
+    return PatchTestsEvidence(files=[NEW], selected=[NEW], base=base, candidate=candidate)
+
+
+@pytest.mark.parametrize(
+    ("base", "candidate", "score", "passed", "codes"),
+    [
+        ({"t": "failed"}, {"t": "passed"}, 1.0, True, []),
+        ({"t": "failed", "u": "passed"}, {"t": "passed", "u": "passed"}, 1.0, True, []),  # one proving is enough
+        ({"t": "passed"}, {"t": "passed"}, 0.25, False, ["test-does-not-fail-on-base"]),
+        ({"t": "failed", "u": "failed"}, {"t": "passed", "u": "failed"}, 0.5, False, ["regression-test-fails"]),
+        ({"t": "passed"}, {"t": "failed"}, 0.0, False, ["regression-test-fails", "test-does-not-fail-on-base"]),
+        ({}, {"t": "passed"}, 1.0, True, []),  # the file does not even import on the base
+        ({"t": "skipped"}, {"t": "passed", "s": "skipped"}, 1.0, True, []),  # skipped tests are left out of n
+        ({"t": "error"}, {"t": "passed"}, 1.0, True, []),
+    ],
+)
+def test_scoring_table(
+    base: dict[str, str], candidate: dict[str, str], score: float, passed: bool, codes: list[str]
+) -> None:
+    component = _grade("bugfix", _evidence(_run(base), _run(candidate)))
+    assert (component.score, component.passed, component.reason_codes) == (score, passed, codes)
+    assert (component.dimension, component.role, component.scored) == ("test_evidence", "objective", True)
+
+
+def test_a_base_run_that_times_out_counts_as_failing_there() -> None:
+    component = _grade("bugfix", _evidence(_run(None, timed_out=True), _run({"t": "passed"})))
+    assert (component.score, component.passed) == (1.0, True)
+
+
+@pytest.mark.parametrize("kind", ["bugfix", "feature"])
+def test_no_test_on_a_bugfix_or_feature_is_a_real_zero(kind: str) -> None:
+    component = _grade(kind, PatchTestsEvidence())
+    assert (component.score, component.scored, component.reason_codes) == (0.0, True, ["missing-regression-test"])
+
+
+@pytest.mark.parametrize("kind", ["refactor", "perf"])
+def test_no_test_on_a_refactor_or_perf_task_is_missing_evidence(kind: str) -> None:
+    component = _grade(kind, PatchTestsEvidence())
+    assert (component.scored, component.reason_codes) == (False, [])
+    assert "none is expected" in component.messages[0]
+
+
+@pytest.mark.parametrize(("kind", "scored"), [("bugfix", True), ("refactor", False)])
+def test_a_patch_whose_tests_are_all_skipped_brings_no_test(kind: str, scored: bool) -> None:
+    component = _grade(kind, _evidence(_run({"t": "failed"}), _run({"t": "skipped", "u": "skipped"})))
+    assert (component.score, component.scored) == (0.0, scored)
+    assert "its tests are all skipped" in component.messages[0]
+    assert component.reason_codes == (["missing-regression-test"] if scored else [])
+
+
+def test_changing_only_a_helper_of_a_test_file_brings_no_test() -> None:
+    component = _grade("bugfix", PatchTestsEvidence(files=["tests/conftest.py"]))
+    assert component.reason_codes == ["missing-regression-test"] and "tests/conftest.py" in component.messages[0]
+
+
+@pytest.mark.parametrize(
+    ("base", "candidate", "why"),
+    [
+        (_run({"t": "failed"}), _run(None, timed_out=True), "killed on the candidate"),
+        (_run({"t": "failed"}), _run(None, setup_failed=True), "setup command failed"),
+        (_run({"t": "failed"}), _run(None, exit_code=4), "no usable report on the candidate"),
+        (_run({"t": "failed"}), _run({}), "none of the patch's tests was collected"),
+        (_run(None, junit_found=True, junit_error="bad xml"), _run({"t": "passed"}), "on the base: bad xml"),
+        (None, _run({"t": "passed"}), "not run on the base"),
+    ],
+)
+def test_unusable_runs_are_missing_evidence_never_a_zero(
+    base: TestRunEvidence | None, candidate: TestRunEvidence, why: str
+) -> None:
+    component = _grade("bugfix", _evidence(base, candidate))
+    assert (component.scored, component.reason_codes) == (False, ["test-evidence-unavailable"])
+    assert why in component.messages[0]
+
+
+def test_details_show_each_test_on_both_sides() -> None:
+    component = _grade("bugfix", _evidence(_run({"t": "failed"}), _run({"t": "passed"})))
+    assert component.details["tests"] == {"tests.test_new::t": {"base": "failed", "candidate": "passed"}}
+    assert component.details["proving"] == ["tests.test_new::t"]
+
+
+PATCH = "\n".join(
+    [
+        "diff --git a/tests/test_calc.py b/tests/test_calc.py",
+        "--- a/tests/test_calc.py",
+        "+++ b/tests/test_calc.py",
+        "@@ -1,6 +1,9 @@",
+        " def test_add():",
+        "-    assert add(1, 2) == 3",
+        "+    assert add(1, 2) == 3.0",
+        " ",
+        " ",
+        " def test_sub():",
+        "     assert sub(2, 1) == 1",
+        "+",
+        "+def test_new():",
+        "+    assert divide(1, 0) is None",
+        "",
+    ]
+)
+
+
+def _f(name: str, lineno: int, length: int, complexity: int = 1, path: str = "tests/test_calc.py") -> FunctionMetrics:
+    return FunctionMetrics(path=path, name=name, lineno=lineno, length=length, complexity=complexity)
+
+
+def test_touched_lines_reads_target_and_source_line_numbers() -> None:
+    lines = touched_lines(PATCH)["tests/test_calc.py"]
+    assert (lines.old_path, lines.added, lines.removed) == ("tests/test_calc.py", {2, 7, 8, 9}, {2})
+    assert touched_lines("not a diff") == {}
+
+
+def test_touched_functions_and_selected_node_ids() -> None:
+    before = [_f("test_add", 1, 2), _f("test_sub", 5, 2)]
+    after = [_f("test_add", 1, 2), _f("test_sub", 5, 2), _f("test_new", 8, 2)]
+    changes = touched_functions("tests/test_calc.py", before, after, touched_lines(PATCH)["tests/test_calc.py"])
+    assert [c.name for c in changes] == ["test_add", "test_new"]
+    assert selected_test_ids("tests/test_calc.py", changes, after) == [
+        "tests/test_calc.py::test_add",
+        "tests/test_calc.py::test_new",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("touched", "functions", "expected"),
+    [
+        (["TestX.test_a"], ["TestX.test_a", "TestX.test_b"], ["p.py::TestX::test_a"]),
+        (["TestX.setUp", "TestX.test_a"], ["TestX.setUp", "TestX.test_a"], ["p.py::TestX"]),  # the whole class
+        (["helper"], ["helper", "test_a"], []),  # module-level helpers select nothing
+        (["test_a.inner", "test_a"], ["test_a", "test_a.inner"], ["p.py::test_a"]),
+        (["test_outer.TestY"], ["test_outer", "test_outer.TestY"], []),
+        (["Helper.test_a"], ["Helper.test_a"], []),  # not a Test* class
+    ],
+)
+def test_selection_rules(touched: list[str], functions: list[str], expected: list[str]) -> None:
+    metrics = [_f(name, i * 10 + 1, 5, path="p.py") for i, name in enumerate(functions)]
+    by_name = {m.name: m for m in metrics}
+    changes = touched_functions("p.py", [], metrics, TouchedLines(added={by_name[n].lineno for n in touched}))
+    assert selected_test_ids("p.py", changes, metrics) == expected
+
+
+def test_a_deleted_test_is_not_selected() -> None:
+    changes = touched_functions("p.py", [_f("test_gone", 1, 3, path="p.py")], [], TouchedLines(removed={2}))
+    assert [(c.name, c.after) for c in changes] == [("test_gone", None)]
+    assert selected_test_ids("p.py", changes, []) == []
+
+
+@pytest.mark.parametrize(
+    ("allow", "status", "path", "passed"),
+    [
+        (True, "added", "tests/test_regression.py", True),
+        (False, "added", "tests/test_regression.py", False),
+        (True, "modified", "tests/test_calc.py", False),  # existing tests stay protected
+        (True, "added", "tests/helpers.py", False),  # not a test file
+        (True, "added", "tests/conftest.py", True),
+    ],
+)
+def test_allow_new_tests_exempts_added_test_files_from_scope_rules(
+    allow: bool, status: str, path: str, passed: bool
+) -> None:
+    task = TaskSpec.model_validate(
+        make_task(constraints={"protected": ["tests/**"], "allowed_files": ["src/**"], "allow_new_tests": allow})
+    )
+    changes = [ChangedFile(path="src/calc.py"), ChangedFile(path=path, status=status)]  # type: ignore[arg-type]
+    component = ConstraintGrader().grade(GradingContext(task=task, workspace=InMemoryWorkspace(changes=changes)))
+    assert component.passed is passed
