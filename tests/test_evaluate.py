@@ -204,6 +204,8 @@ def test_killed_evaluation_resumes_without_duplicates_or_losses(tmp_path: Path) 
         "PREFECT_HOME": str(tmp_path / "prefect"),
         "GRADEFLOW_HOME": str(tmp_path / "home"),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # A loaded machine (the rest of the suite, CI) can take longer than the default 20 s to start it.
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     }
     env.pop("PREFECT_API_URL", None)
     command = [
@@ -218,15 +220,15 @@ def test_killed_evaluation_resumes_without_duplicates_or_losses(tmp_path: Path) 
         "2",
         "--no-progress",
     ]
-    proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    log = (tmp_path / "first-run.log").open("w")
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         if (tmp_path / "ledger.db").exists() and len(_count(url)) >= 4:
             break
         time.sleep(0.2)
-    assert proc.poll() is None, "the evaluation ended before it could be killed"
+    log.close()
+    assert proc.poll() is None, (tmp_path / "first-run.log").read_text()[-3000:]
     os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the CLI and the Prefect server it started
     proc.wait()
     before = Ledger(url).records()
