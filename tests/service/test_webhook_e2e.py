@@ -78,3 +78,8 @@ def test_the_evaluate_suite_deployment_grades_the_suite_into_the_ledger(service:
     finally:
         ledger.close()
     assert outcome == {"nightly-1": True, "nightly-2": False}
+    artifacts = {a["key"]: a for a in service.api.artifacts(run["id"])}
+    assert float(artifacts["suite-progress"]["data"]) == 100.0
+    assert artifacts["suite-report"]["type"] == "markdown" or "link" in artifacts["suite-report"]["type"]
+    report = service.home / ".gradeflow" / "reports" / f"suite-{run['id']}.html"
+    assert report.is_file() and report.as_uri() in artifacts["suite-report"]["data"]

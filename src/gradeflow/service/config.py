@@ -45,6 +45,8 @@ class ServiceConfig(BaseModel):
     """The suite the scheduled evaluation grades."""
     ledger: str | None = None
     """Ledger URL of the scheduled evaluation; default ``$GRADEFLOW_DATABASE_URL`` or ``.gradeflow/ledger.db``."""
+    reports: str = ".gradeflow/reports"
+    """Folder of the scheduled evaluation's HTML reports (linked from its flow run)."""
     concurrency: int = Field(default=2, ge=1, le=64)
     """Submissions graded at once inside one evaluation."""
     dask_address: str | None = None
@@ -69,7 +71,7 @@ def load_service_config(path: str | Path | None = None) -> ServiceConfig:
     """The service config (defaults when there is no file); ``SpecError`` on a bad file."""
     file = _config_path(path)
     if file is None:
-        return ServiceConfig(suite=str(Path("suite.yaml").resolve()))
+        return ServiceConfig(suite=str(Path("suite.yaml").resolve()), reports=str(Path(".gradeflow/reports").resolve()))
     data = load_yaml(file, "service config") or {}
     if not isinstance(data, dict):
         raise SpecError(f"{file}: the service config is a YAML mapping, got {type(data).__name__}")
@@ -77,4 +79,7 @@ def load_service_config(path: str | Path | None = None) -> ServiceConfig:
         config = ServiceConfig.model_validate(data)
     except ValidationError as exc:
         raise SpecError(validation_message(exc, str(file))) from None
-    return config.model_copy(update={"suite": str((file.resolve().parent / config.suite).resolve())})
+    folder = file.resolve().parent
+    return config.model_copy(
+        update={"suite": str((folder / config.suite).resolve()), "reports": str((folder / config.reports).resolve())}
+    )

@@ -53,7 +53,11 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
     nightly = EvaluateRequest(
-        suite=config.suite, ledger=config.ledger, concurrency=config.concurrency, dask_address=config.dask_address
+        suite=config.suite,
+        ledger=config.ledger,
+        concurrency=config.concurrency,
+        reports=config.reports,
+        dask_address=config.dask_address,
     )
     evaluate = evaluate_request.to_deployment(
         name="evaluate-suite",

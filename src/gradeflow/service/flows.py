@@ -11,6 +11,7 @@ whose ``task_id`` differs from the spec's, fails the run with a ``SpecError`` me
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from uuid import UUID
 
 from prefect import flow, get_run_logger
@@ -25,6 +26,7 @@ from gradeflow.flows.grade import grade_submission
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import PortableLedger, task_runner
+from gradeflow.service.suite_artifacts import publish_report, suite_progress
 from gradeflow.spec import load_task
 
 __all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
@@ -99,21 +101,24 @@ def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, 
 
 @flow(name="evaluate-request", flow_run_name="evaluate-nightly", persist_result=False)
 def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
-    """Evaluate the suite into the ledger on threads or a Dask cluster; returns graded, skipped, failed counts."""
+    """Evaluate the suite into the ledger on threads or a Dask cluster, with a progress artifact and a
+    link artifact to the HTML report; returns the graded, skipped and failed counts."""
     from gradeflow.api import preflight
-    from gradeflow.flows.evaluate import evaluate_suite
+    from gradeflow.flows.evaluate import evaluate_suite, plan_suite
     from gradeflow.suite import load_suite
 
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
         preflight(suite.tasks[task_id], request.sandbox, request.profile)
     ledger = PortableLedger(request.ledger)
+    keys = {planned.key for planned in plan_suite(suite, request.profile)}
     try:
         # Each grade is its own subflow run: the heartbeat thread would add about a second to each.
-        with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        with suite_progress(ledger, keys), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             outcome = evaluate_suite.with_options(task_runner=task_runner(request))(
                 suite, ledger, request.profile, request.sandbox, False
             )
+        publish_report(ledger, keys, Path(request.reports), f"{Path(request.suite).stem}-{flow_run.get_id()}")
     finally:
         ledger.close()
     return {"graded": outcome.graded, "skipped": outcome.skipped, "failed": len(outcome.failed)}

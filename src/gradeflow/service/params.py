@@ -50,5 +50,7 @@ class EvaluateRequest(BaseModel):
     """Submissions graded at once."""
     profile: str | None = None
     sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
+    reports: str = ".gradeflow/reports"
+    """Folder the HTML report is written to (linked from the run); relative to the worker's working folder."""
     dask_address: str | None = None
     """A Dask scheduler (``tcp://host:8786``): submissions are graded on its workers instead of threads."""
