@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from gradeflow.evidence import FunctionMetrics
@@ -14,12 +15,12 @@ from gradeflow.tasks._files import HostWorkspace
 __all__ = ["FileFunctions", "file_functions"]
 
 
+@dataclass(frozen=True)
 class FileFunctions:
     """The functions of one changed Python file after the patch, and those the patch touched."""
 
-    def __init__(self, after: list[FunctionMetrics], touched: list[FunctionChange]) -> None:
-        self.after = after
-        self.touched = touched
+    after: list[FunctionMetrics]
+    touched: list[FunctionChange]
 
 
 def _measure(view: WorkspaceView, path: str | None) -> list[FunctionMetrics] | None:
