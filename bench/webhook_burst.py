@@ -149,10 +149,8 @@ def _report(answers: list[tuple[int, float]], n: int, runs: Counter[str], retrie
     return 1 if lost or duplicated or accepted != n else 0
 
 
-def main(n: int = 200, redeliveries: int = 20) -> int:
-    root = Path(tempfile.mkdtemp(prefix="gradeflow-burst-"))
-    port, hook_port = _port(), _port()
-    api = f"http://127.0.0.1:{port}/api"
+def _environment(root: Path) -> dict[str, str]:
+    """Private homes, no telemetry, and PostgreSQL behind the server when GRADEFLOW_BENCH_PREFECT_DB is set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
     env.update(
         PREFECT_HOME=str(root / "prefect"),
@@ -160,6 +158,16 @@ def main(n: int = 200, redeliveries: int = 20) -> int:
         GRADEFLOW_HOME=str(root / "gradeflow"),
         GRADEFLOW_WEBHOOK_SECRET=SECRET,
     )
+    if os.environ.get("GRADEFLOW_BENCH_PREFECT_DB"):
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = os.environ["GRADEFLOW_BENCH_PREFECT_DB"]
+    return env
+
+
+def main(n: int = 200, redeliveries: int = 20) -> int:
+    root = Path(tempfile.mkdtemp(prefix="gradeflow-burst-"))
+    port, hook_port = _port(), _port()
+    api = f"http://127.0.0.1:{port}/api"
+    env = _environment(root)
     server = _start(
         [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)], env, root / "server.log"
     )
@@ -186,6 +194,7 @@ def main(n: int = 200, redeliveries: int = 20) -> int:
         url = f"http://127.0.0.1:{hook_port}/hooks/grade"
         answers = asyncio.run(_fire(url, numbers))
         retried = _redeliver(url, answers[:n])
+        print(f"Prefect database: {'PostgreSQL' if 'PREFECT_API_DATABASE_CONNECTION_URL' in env else 'SQLite'}")
         return _report(answers, n, _runs(api), retried)
     finally:
         for process in reversed(processes):

@@ -50,6 +50,18 @@ def request(submission_id: str, ledger: Path, patch: str | None = None) -> dict[
     return {"request": grade.model_dump(mode="json")}
 
 
+def _deploy(env: dict[str, str], root: Path) -> None:
+    deployed = subprocess.run(
+        [str(BIN / "gradeflow"), "deploy", "--pool", POOL],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert deployed.returncode == 0, deployed.stderr
+
+
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
     """A server, ``gradeflow deploy --pool``, two workers (two runs each at most), and a warm baseline."""
@@ -64,15 +76,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
             GRADEFLOW_CONFIG=str(root / "gradeflow.yaml"),
         )
         (root / "gradeflow.yaml").write_text(f"suite: {EXAMPLES / 'suite.yaml'}\nsandbox_slots: 4\n")
-        deployed = subprocess.run(
-            [str(BIN / "gradeflow"), "deploy", "--pool", POOL],
-            env=env,
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert deployed.returncode == 0, deployed.stderr
+        _deploy(env, root)
         logs = [root / f"worker-{n}.log" for n in "ab"]
         workers = [
             start(
