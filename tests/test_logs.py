@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import structlog
@@ -166,3 +168,15 @@ def test_a_grade_whose_environment_holds_a_secret_logs_none_of_it(
     }
     assert all(line["task_id"] == "calc-secret" and line["run_id"] for line in lines)
     assert "test_divide_by_zero_raises" not in logs  # no file contents
+    stored = json.dumps([run.parameters for run in asyncio.run(_flow_runs("calc-secret"))])
+    assert "GRADEFLOW_TEST_SECRET" in stored  # the names are kept, the values are masked
+    assert SECRET not in stored and PLAIN_SECRET not in stored
+
+
+async def _flow_runs(task_id: str) -> list[Any]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    async with get_client() as client:
+        name = FlowRunFilterName(like_=f"grade-{task_id}-")
+        return list(await client.read_flow_runs(flow_run_filter=FlowRunFilter(name=name)))

@@ -5,6 +5,8 @@ Specs are frozen and reject unknown keys; results are plain data that serialize 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -13,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -236,7 +239,7 @@ class TaskSpec(_Spec):
     """Commit of a git repository; omitted for a folder or archive, whose content hash stands in."""
     setup: str | None = None
     """Command run in the sandbox before the tests, e.g. ``pip install -e .``."""
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, SecretStr] = Field(default_factory=dict)
     """Variables the candidate's commands may see; nothing else from the grader's environment leaks in."""
     tests: TestsSpec
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
@@ -249,11 +252,19 @@ class TaskSpec(_Spec):
 
     _resolve_repo = field_validator("repo")(_resolve)
 
-    def spec_hash(self) -> str:
-        """A stable hash of the spec's content (paths included), for cache and content keys."""
-        import hashlib
+    def candidate_env(self) -> dict[str, str]:
+        """The task's ``env`` with its values revealed, for the sandbox only."""
+        return {name: value.get_secret_value() for name, value in self.env.items()}
 
-        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:16]
+    def spec_hash(self) -> str:
+        """A stable hash of the spec's content (paths and ``env`` values included), for cache and content keys.
+
+        ``env`` values are masked when the spec is serialized (so Prefect never stores them); their
+        hashes stand in here so that changing a value still changes the hash.
+        """
+        data = self.model_dump(mode="json")
+        data["env"] = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in self.candidate_env().items()}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 class Submission(BaseModel):

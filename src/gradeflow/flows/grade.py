@@ -107,7 +107,7 @@ def grade_submission(
             submission_id=submission.submission_id,
             profile=policy.name,
         ),
-        redacting(task_spec.env.values()),
+        redacting(task_spec.candidate_env().values()),
     ):
         result = _graded_or_inconclusive(task_spec, submission, factory, policy)
     publish_artifacts(result)

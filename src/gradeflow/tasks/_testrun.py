@@ -25,7 +25,7 @@ def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
     """Run the task's setup command, if any."""
     if not task.setup:
         return None
-    return sandbox.run(task.setup, env=dict(task.env), timeout=task.tests.timeout)
+    return sandbox.run(task.setup, env=task.candidate_env(), timeout=task.tests.timeout)
 
 
 def run_test_command(task: TaskSpec, sandbox: Sandbox, command: str | None = None) -> TestRunEvidence:
@@ -35,7 +35,7 @@ def run_test_command(task: TaskSpec, sandbox: Sandbox, command: str | None = Non
     """
     command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
     started = time.time()
-    result = sandbox.run(command, env=dict(task.env), timeout=task.tests.timeout)
+    result = sandbox.run(command, env=task.candidate_env(), timeout=task.tests.timeout)
     evidence = TestRunEvidence(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
