@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 
 POOL = "gradeflow-test-pool"
 SLOW_HUNK = (
-    '@@ -1,4 +1,7 @@\n """Basic arithmetic helpers."""\n+import time\n+\n+time.sleep(4)\n \n \n def add(a, b):\n'
+    '@@ -1,4 +1,7 @@\n """Basic arithmetic helpers."""\n+import time\n+\n+time.sleep(10)\n \n \n def add(a, b):\n'
 )
 
 
