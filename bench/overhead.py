@@ -79,9 +79,7 @@ def main(n: int) -> None:
         grade_submission(task, submission)  # warm-up: starts the server and caches the baseline
         flow = _time("flow", n, lambda: grade_submission(task, submission))
     extra = statistics.mean(flow) - statistics.mean(plain)
-    print(
-        f"overhead: {extra:.3f} s per warm submission (ratio {statistics.mean(flow) / statistics.mean(plain):.2f}x)"
-    )
+    print(f"overhead: {extra:.3f} s per warm submission (ratio {statistics.mean(flow) / statistics.mean(plain):.2f}x)")
 
 
 if __name__ == "__main__":

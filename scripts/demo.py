@@ -36,11 +36,7 @@ def demo() -> int:
             (1, ("grade", task, "--patch", str(empty), "--submission-id", "empty")),
         ]
         failures += [" ".join(args) for code, args in expected if _run(*args) != code]
-    print(
-        "\ndemo: all examples graded as expected"
-        if not failures
-        else f"\ndemo: unexpected exit codes: {failures}"
-    )
+    print("\ndemo: all examples graded as expected" if not failures else f"\ndemo: unexpected exit codes: {failures}")
     return 1 if failures else 0
 
 

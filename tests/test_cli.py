@@ -29,9 +29,7 @@ def _task(tmp_path: Path, text: str | None = None, **changes: object) -> Path:
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gradeflow.cli", *args], capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-m", "gradeflow.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize(
@@ -107,9 +105,7 @@ def test_profiles_lists_the_shipped_profiles(capsys: pytest.CaptureFixture[str])
 
 @pytest.mark.usefixtures("prefect")
 @pytest.mark.parametrize("example", ["calc", "tidy", "perf"])
-def test_examples_reference_passes_bad_fails(
-    example: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_examples_reference_passes_bad_fails(example: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     task = str(EXAMPLES / example / "task.yaml")
     out = tmp_path / "result.json"
     assert (

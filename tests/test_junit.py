@@ -157,9 +157,7 @@ def pytest_report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("node_id", "junit_id", "outcome"), PYTEST_CASES)
-def test_real_pytest_report_both_spellings(
-    pytest_report: bytes, node_id: str, junit_id: str, outcome: str
-) -> None:
+def test_real_pytest_report_both_spellings(pytest_report: bytes, node_id: str, junit_id: str, outcome: str) -> None:
     cases = parse_junit(pytest_report)
     assert outcomes_for([node_id, junit_id], cases) == {node_id: outcome, junit_id: outcome}
 
@@ -281,9 +279,7 @@ def test_other_runners(report: bytes, test_id: str, outcome: str, message: str |
 
 
 def case(classname: str, name: str, outcome: str = "passed", file: str | None = None) -> TestCaseResult:
-    return TestCaseResult.model_validate(
-        {"classname": classname, "name": name, "outcome": outcome, "file": file}
-    )
+    return TestCaseResult.model_validate({"classname": classname, "name": name, "outcome": outcome, "file": file})
 
 
 @pytest.mark.parametrize(
@@ -391,8 +387,7 @@ CASE = b'<testsuite><testcase classname="c" name="n"/></testsuite>'
         (b"\xef\xbb\xbf" + billion_laughs(), BEFORE_PARSING),
         (b'<!-- <a> --><?pi <b>?>\n<!DOCTYPE x [<!ENTITY e "e">]>' + CASE, BEFORE_PARSING),
         (
-            b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]>'
-            b'<testsuite><testcase name="&e;"/></testsuite>',
+            b'<!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><testsuite><testcase name="&e;"/></testsuite>',
             BEFORE_PARSING,
         ),
         (b'<!DOCTYPE x [<!ENTITY % p SYSTEM "http://127.0.0.1:9/p.dtd"> %p;]>' + CASE, BEFORE_PARSING),

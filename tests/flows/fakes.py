@@ -13,12 +13,8 @@ def junit(cases: dict[str, str]) -> str:
     body = []
     for key, outcome in cases.items():
         classname, _, name = key.rpartition("::")
-        inner = {"failed": "<failure message='boom'/>", "skipped": "<skipped/>", "error": "<error/>"}.get(
-            outcome, ""
-        )
-        body.append(
-            f'<testcase classname="{classname or "tests.test_calc"}" name="{name}">{inner}</testcase>'
-        )
+        inner = {"failed": "<failure message='boom'/>", "skipped": "<skipped/>", "error": "<error/>"}.get(outcome, "")
+        body.append(f'<testcase classname="{classname or "tests.test_calc"}" name="{name}">{inner}</testcase>')
     return f'<testsuites><testsuite name="t">{"".join(body)}</testsuite></testsuites>'
 
 

@@ -24,9 +24,7 @@ def _c(name: str, score: float, passed: bool, role: str = "objective") -> GradeC
         ([_c("constraints", 1.0, True, "gate")], {}, 0.0, False),  # no objective: nothing earned
     ],
 )
-def test_combine_table(
-    components: list[GradeComponent], weights: dict[str, float], score: float, passed: bool
-) -> None:
+def test_combine_table(components: list[GradeComponent], weights: dict[str, float], score: float, passed: bool) -> None:
     combined = combine(components, weights, pass_threshold=0.5)
     assert combined.score == pytest.approx(score)
     assert combined.passed is passed
@@ -67,9 +65,7 @@ def test_hard_gate_reason_codes_reject_whatever_the_score() -> None:
 
 def test_empty_patch_is_reported() -> None:
     task = TaskSpec.model_validate(make_task())
-    result = graded_result(
-        task, "s", [_c("tests", 0.0, False)], load_profile("default"), patch="", changes=[]
-    )
+    result = graded_result(task, "s", [_c("tests", 0.0, False)], load_profile("default"), patch="", changes=[])
     assert result.reason_codes[0] == "empty-patch"
     assert result.summary() == "FAIL 0.000 (tests=0.00✗)"
 
@@ -95,9 +91,7 @@ class Exploding(Grader):
 
 def _context(files: dict[str, str]) -> GradingContext:
     changes = [ChangedFile(path=p) for p in files]
-    return GradingContext(
-        task=TaskSpec.model_validate(make_task()), workspace=InMemoryWorkspace(files, changes)
-    )
+    return GradingContext(task=TaskSpec.model_validate(make_task()), workspace=InMemoryWorkspace(files, changes))
 
 
 @pytest.mark.parametrize(("text", "score"), [("x = 1  # TODO", 0.0), ("x = 1", 1.0)])

@@ -49,9 +49,7 @@ TEST = ChangedFile(path="tests/test_calc.py", lines_added=1, lines_removed=1)
         ),
     ],
 )
-def test_rule_table(
-    constraints: dict[str, object], changes: list[ChangedFile], score: float, codes: list[str]
-) -> None:
+def test_rule_table(constraints: dict[str, object], changes: list[ChangedFile], score: float, codes: list[str]) -> None:
     component = _grade(constraints, changes)
     assert component.score == pytest.approx(score)
     assert component.passed is (score == 1.0)

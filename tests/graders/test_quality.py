@@ -85,8 +85,7 @@ COMPLEXITY_CASES = [
     ),
     (
         "match guarded wildcard counted",
-        "def f(x):\n    match x:\n        case 1:\n            pass\n"
-        "        case _ if x:\n            pass\n",
+        "def f(x):\n    match x:\n        case 1:\n            pass\n        case _ if x:\n            pass\n",
         3,
     ),
     ("with not counted", "def f(x):\n    with x as a, x as b:\n        pass\n", 1),
@@ -187,9 +186,7 @@ def test_qualified_names_cover_methods_nested_functions_and_nested_classes() -> 
 
 
 def test_length_runs_from_def_line_excluding_decorators() -> None:
-    source = (
-        "import functools\n\n@functools.cache\n@staticmethod\ndef f(\n    x,\n):\n    y = x\n\n    return y\n"
-    )
+    source = "import functools\n\n@functools.cache\n@staticmethod\ndef f(\n    x,\n):\n    y = x\n\n    return y\n"
     (metrics,) = measure_source("pkg/m.py", source)
     assert (metrics.path, metrics.name, metrics.lineno, metrics.length) == ("pkg/m.py", "f", 5, 6)
 
@@ -251,9 +248,7 @@ def _fn(name: str, length: int, complexity: int, lineno: int = 10) -> FunctionMe
 
 
 def _grade(task: TaskSpec, functions: list[FunctionMetrics] | None) -> Any:
-    return QualityGrader().grade(
-        GradingContext(task=task, workspace=InMemoryWorkspace(), functions=functions)
-    )
+    return QualityGrader().grade(GradingContext(task=task, workspace=InMemoryWorkspace(), functions=functions))
 
 
 BOTH = {"max_function_length": 40, "max_cyclomatic_complexity": 8}

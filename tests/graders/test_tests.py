@@ -109,9 +109,7 @@ def test_unusable_runs_score_zero_with_a_message(fields: dict[str, object], code
     assert component.messages
 
 
-@pytest.mark.parametrize(
-    ("spec", "role"), [({"fail_to_pass": [F1]}, "objective"), ({"pass_to_pass": [P1]}, "gate")]
-)
+@pytest.mark.parametrize(("spec", "role"), [({"fail_to_pass": [F1]}, "objective"), ({"pass_to_pass": [P1]}, "gate")])
 def test_role_depends_on_fail_to_pass(spec: dict[str, object], role: str) -> None:
     outcomes: dict[str, Outcome] = {F1: "passed", P1: "passed"}
     assert _grade(spec, _run(outcomes)).role == role

@@ -50,9 +50,7 @@ class PerfGrader(Grader):
             return self._scored(spec, 1.0, details)
         if evidence.errors or not (_usable(evidence.baseline) and _usable(evidence.candidate)):
             why = evidence.errors or ["a timing was missing, non-finite or not positive"]
-            return self.component(
-                0.0, False, details=details, messages=why, reason_codes=["perf-benchmark-failed"]
-            )
+            return self.component(0.0, False, details=details, messages=why, reason_codes=["perf-benchmark-failed"])
         speedup = min(evidence.baseline) / min(evidence.candidate)
         details["speedup"] = round(speedup, 4)
         return self._scored(spec, speedup, details)

@@ -85,9 +85,7 @@ def measure_source(path: str, source: str) -> list[FunctionMetrics]:
                 cc += _decision_points(node)
         if isinstance(scope, _FUNCTIONS):
             length = (scope.end_lineno or scope.lineno) - scope.lineno + 1
-            found.append(
-                FunctionMetrics(path=path, name=qualname, lineno=scope.lineno, length=length, complexity=cc)
-            )
+            found.append(FunctionMetrics(path=path, name=qualname, lineno=scope.lineno, length=length, complexity=cc))
     return sorted(found, key=lambda m: (m.lineno, m.name))
 
 
@@ -157,13 +155,9 @@ class QualityGrader(Grader):
         for key, attr in _RULES:
             if key in limits:
                 limit = limits[key]
-                bad = sorted(
-                    (f for f in functions if getattr(f, attr) > limit), key=lambda f: -getattr(f, attr)
-                )
+                bad = sorted((f for f in functions if getattr(f, attr) > limit), key=lambda f: -getattr(f, attr))
                 rules[key] = {"limit": limit, "violations": [_entry(f, attr) for f in bad]}
-                offences += [
-                    f"{f.path}:{f.lineno} {f.name}: {attr} {getattr(f, attr)} > {limit}" for f in bad
-                ]
+                offences += [f"{f.path}:{f.lineno} {f.name}: {attr} {getattr(f, attr)} > {limit}" for f in bad]
         broken = sum(1 for rule in rules.values() if rule["violations"])
         score = (len(rules) - broken) / len(rules)
         details = {"rules": rules, "functions_measured": len(functions), "worst": _worst(functions)}

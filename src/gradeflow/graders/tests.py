@@ -87,12 +87,8 @@ class TestGrader(Grader):
     ) -> GradeComponent:
         spec = context.task.tests
         details = {
-            "fail_to_pass": {
-                t: run.outcomes.get(t, "missing") for t in spec.fail_to_pass if t not in spec.quarantine
-            },
-            "pass_to_pass": {
-                t: run.outcomes.get(t, "missing") for t in spec.pass_to_pass if t not in spec.quarantine
-            },
+            "fail_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.fail_to_pass if t not in spec.quarantine},
+            "pass_to_pass": {t: run.outcomes.get(t, "missing") for t in spec.pass_to_pass if t not in spec.quarantine},
             "quarantined": {t: run.outcomes.get(t, "missing") for t in spec.quarantine},
             "broken": broken or [],
             "counts": dict(Counter(c.outcome for c in run.cases)),

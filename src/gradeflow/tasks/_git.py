@@ -24,9 +24,7 @@ _ENV = {
 }
 
 
-def git(
-    cwd: Path, *args: str, input: bytes | None = None, check: bool = True
-) -> subprocess.CompletedProcess[bytes]:
+def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """Run git with no user or system config; ``InfraError`` when git itself is missing."""
     try:
         proc = subprocess.run(

@@ -107,12 +107,8 @@ def graded_patch(workspace: Path) -> str:
 
 def changed_files(workspace: Path) -> list[ChangedFile]:
     """One entry per staged file, with line counts (binary files are counted, never read)."""
-    numstat = git(workspace, "diff", "--cached", "--numstat", "-z", "-M", "HEAD").stdout.decode(
-        errors="replace"
-    )
-    status = git(workspace, "diff", "--cached", "--name-status", "-z", "-M", "HEAD").stdout.decode(
-        errors="replace"
-    )
+    numstat = git(workspace, "diff", "--cached", "--numstat", "-z", "-M", "HEAD").stdout.decode(errors="replace")
+    status = git(workspace, "diff", "--cached", "--name-status", "-z", "-M", "HEAD").stdout.decode(errors="replace")
     kinds = _statuses(status)
     changes = []
     for added, removed, old, new in _numstat(numstat):

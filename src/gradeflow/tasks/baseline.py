@@ -92,9 +92,7 @@ def prepare_baseline(
     """Materialize and health-check the pristine base; ``BaselineBroken`` when it is not healthy."""
     key = baseline_key(task_spec, base, fingerprint)
     pristine = ensure_pristine(base, key)
-    return Baseline(
-        base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes)
-    )
+    return Baseline(base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes))
 
 
 def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory) -> TestRunEvidence:

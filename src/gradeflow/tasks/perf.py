@@ -80,9 +80,7 @@ def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox) -> Pe
     for run in range(1, spec.runs + 1):
         base_time = timing_of(spec, base_box.run(spec.command, env=task_spec.candidate_env(), timeout=spec.timeout))
         if isinstance(base_time, str):
-            raise BaselineBroken(
-                f"task {task_spec.task_id}: the benchmark fails on the pristine base: {base_time}"
-            )
+            raise BaselineBroken(f"task {task_spec.task_id}: the benchmark fails on the pristine base: {base_time}")
         evidence.baseline.append(round(base_time, 6))
         cand_time = timing_of(spec, cand_box.run(spec.command, env=task_spec.candidate_env(), timeout=spec.timeout))
         if isinstance(cand_time, str):

@@ -29,9 +29,7 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
             functions += measure_source(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
             unreadable.append(str(exc))
-    component = safe_grade(
-        QualityGrader(), GradingContext(task=task_spec, workspace=view, functions=functions)
-    )
+    component = safe_grade(QualityGrader(), GradingContext(task=task_spec, workspace=view, functions=functions))
     if unreadable:
         return component.model_copy(
             update={

@@ -50,13 +50,9 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
             stage_checkout(workspace, submission.workspace)
     except SubmissionError as exc:
         discard(workspace)
-        return Snapshot(
-            workspace=None, patch=submission.patch or "", refusal=exc.reason_code, message=str(exc)
-        )
+        return Snapshot(workspace=None, patch=submission.patch or "", refusal=exc.reason_code, message=str(exc))
     patch = graded_patch(workspace)
-    return Snapshot(
-        workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch)
-    )
+    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch))
 
 
 def discard(workspace: Path | None) -> None:
