@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -63,7 +64,9 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    configure_logging()
+    # Interactive commands keep stderr for errors; services log every step (GRADEFLOW_LOG_LEVEL overrides).
+    service = args.command in {"serve", "deploy", "webhook"}
+    configure_logging(os.environ.get("GRADEFLOW_LOG_LEVEL") or ("INFO" if service else "WARNING"))
     quiet_prefect()
     try:
         return _dispatch(args)
