@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
 
-__all__ = ["load_task", "load_yaml", "validation_message"]
+__all__ = ["load_model", "load_task", "load_yaml", "validation_message"]
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def load_yaml(path: Path, what: str) -> Any:
@@ -44,13 +46,22 @@ def validation_message(exc: ValidationError, where: str) -> str:
     return f"{where}: {key}: {message}{more}"
 
 
+def load_model(
+    path: Path, model: type[M], what: str, *, context: dict[str, Any] | None = None, allow_empty: bool = False
+) -> M:
+    """A YAML mapping file validated as ``model``; ``SpecError`` naming the file (and key) on any problem."""
+    data = load_yaml(path, what)
+    if data is None and allow_empty:
+        data = {}
+    if not isinstance(data, dict):
+        raise SpecError(f"{path}: a {what} is a YAML mapping, got {type(data).__name__}")
+    try:
+        return model.model_validate(data, context=context)
+    except ValidationError as exc:
+        raise SpecError(validation_message(exc, str(path))) from None
+
+
 def load_task(path: str | Path) -> TaskSpec:
     """Read and validate a task spec; relative paths resolve against its folder. ``SpecError`` on any problem."""
     file = Path(path)
-    data = load_yaml(file, "task spec")
-    if not isinstance(data, dict):
-        raise SpecError(f"{file}: a task spec is a YAML mapping, got {type(data).__name__}")
-    try:
-        return TaskSpec.model_validate(data, context={"base_dir": file.resolve().parent})
-    except ValidationError as exc:
-        raise SpecError(validation_message(exc, str(file))) from None
+    return load_model(file, TaskSpec, "task spec", context={"base_dir": file.resolve().parent})

@@ -25,13 +25,13 @@ import json
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gradeflow.config import gradeflow_version
 from gradeflow.errors import SpecError
 from gradeflow.models import Submission, TaskSpec
 from gradeflow.policy import load_profile
-from gradeflow.spec import load_task, load_yaml, validation_message
+from gradeflow.spec import load_model, load_task
 
 __all__ = [
     "Suite",
@@ -141,13 +141,7 @@ def _submission_id(model_id: str, run_id: str) -> str:
 def load_suite(path: str | Path) -> Suite:
     """Read ``suite.yaml``, its task specs and its patch files; ``SpecError`` naming file and key."""
     file = Path(path)
-    data = load_yaml(file, "suite file")
-    if not isinstance(data, dict):
-        raise SpecError(f"{file}: a suite file is a YAML mapping, got {type(data).__name__}")
-    try:
-        parsed = _SuiteFile.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(validation_message(exc, str(file))) from None
+    parsed = load_model(file, _SuiteFile, "suite file")
     base = file.resolve().parent
     tasks: dict[str, TaskSpec] = {}
     for index, task_path in enumerate(parsed.tasks):

@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from gradeflow.errors import SpecError
-from gradeflow.spec import load_yaml, validation_message
+from gradeflow.spec import load_model
 
 __all__ = ["DEFAULT_SCHEDULE", "GitHubConfig", "ServiceConfig", "load_service_config"]
 
@@ -72,13 +71,7 @@ def load_service_config(path: str | Path | None = None) -> ServiceConfig:
     file = _config_path(path)
     if file is None:
         return ServiceConfig(suite=str(Path("suite.yaml").resolve()), reports=str(Path(".gradeflow/reports").resolve()))
-    data = load_yaml(file, "service config") or {}
-    if not isinstance(data, dict):
-        raise SpecError(f"{file}: the service config is a YAML mapping, got {type(data).__name__}")
-    try:
-        config = ServiceConfig.model_validate(data)
-    except ValidationError as exc:
-        raise SpecError(validation_message(exc, str(file))) from None
+    config = load_model(file, ServiceConfig, "service config", allow_empty=True)
     folder = file.resolve().parent
     return config.model_copy(
         update={"suite": str((folder / config.suite).resolve()), "reports": str((folder / config.reports).resolve())}

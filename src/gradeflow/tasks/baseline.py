@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken
 from gradeflow.evidence import TestRunEvidence
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
-from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.base import Sandbox, SandboxFactory
 from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._repo import BaseRef, materialize
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
@@ -32,6 +34,7 @@ __all__ = [
     "baseline_key",
     "ensure_pristine",
     "prepare_baseline",
+    "set_up_sandbox",
     "working_copy",
 ]
 
@@ -99,15 +102,21 @@ def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory
     """Set up and test a throwaway copy of the pristine base (hidden tests injected)."""
     workspace = working_copy(pristine)
     try:
-        if task_spec.tests.hidden:
-            inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
-        with sandboxes.open(workspace) as sandbox:
-            setup = run_setup(task_spec, sandbox)
-            if setup is not None and not setup.ok:
-                raise BaselineBroken(
-                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code})",
-                    reason_code="setup-failed",
-                )
+        with set_up_sandbox(task_spec, workspace, sandboxes, "on the pristine base") as sandbox:
             return require_report(run_test_command(task_spec, sandbox), f"task {task_spec.task_id} base")
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
+
+
+@contextmanager
+def set_up_sandbox(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory, where: str) -> Iterator[Sandbox]:
+    """A sandbox over a copy of the base (hidden tests injected) whose setup succeeded, else ``BaselineBroken``."""
+    if task_spec.tests.hidden:
+        inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
+    with sandboxes.open(workspace) as sandbox:
+        setup = run_setup(task_spec, sandbox)
+        if setup is not None and not setup.ok:
+            raise BaselineBroken(
+                f"task {task_spec.task_id}: setup fails {where} (exit {setup.exit_code})", reason_code="setup-failed"
+            )
+        yield sandbox

@@ -10,23 +10,21 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from pathlib import Path
 from typing import Literal
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from gradeflow.errors import BaselineBroken, SubmissionError
+from gradeflow.errors import SubmissionError
 from gradeflow.evidence import Outcome, TestCaseResult
 from gradeflow.junit import outcomes_for
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._testrun import run_setup, run_test_command
-from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks._testrun import run_test_command
+from gradeflow.tasks.baseline import Baseline, set_up_sandbox, working_copy
 
 __all__ = ["FlakyTest", "RepeatedRuns", "flaky_tests", "repeat_tests"]
 
@@ -114,14 +112,7 @@ def repeat_tests(
             apply_patch(workspace, patch or "")
         except SubmissionError as exc:
             return repeated.model_copy(update={"errors": [f"the reference patch cannot be applied: {exc}"]})
-        if task_spec.tests.hidden:
-            inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
-        with sandboxes.open(workspace) as sandbox:
-            setup = run_setup(task_spec, sandbox)
-            if setup is not None and not setup.ok:
-                raise BaselineBroken(
-                    f"task {task_spec.task_id}: setup fails before the repeated runs", reason_code="setup-failed"
-                )
+        with set_up_sandbox(task_spec, workspace, sandboxes, "before the repeated runs") as sandbox:
             for number in range(1, runs + 1):
                 evidence = run_test_command(task_spec, sandbox)
                 if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
