@@ -66,6 +66,32 @@ def test_every_submission_is_recorded_once_and_a_rerun_grades_nothing(url: str, 
 
 
 @pytest.mark.usefixtures("prefect")
+def test_a_suite_is_graded_on_the_workers_of_a_dask_cluster(tmp_path: Path) -> None:
+    from distributed import Client, LocalCluster, get_task_stream
+
+    suite = write_suite(tmp_path, ["t1"], {"m-a": ["fix", "fix"]})
+    ledger = Ledger(f"sqlite:///{tmp_path / 'dask.db'}")
+    try:
+        with (
+            LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster,
+            Client(cluster) as client,
+            get_task_stream(client) as stream,
+        ):
+            outcome = evaluate(
+                load_suite(suite),
+                ledger,
+                sandbox=FakeSandboxFactory(fake_pytest),
+                show_progress=False,
+                dask_address=cluster.scheduler_address,
+            )
+        assert (outcome.graded, outcome.failed) == (2, [])
+        assert sum("grade" in str(task["key"]) for task in stream.data) >= 2  # the grades ran on the cluster
+        assert [r.passed for r in ledger.records()] == [True, True]
+    finally:
+        ledger.close()
+
+
+@pytest.mark.usefixtures("prefect")
 def test_the_same_suite_lands_identically_in_sqlite_and_postgresql(tmp_path: Path) -> None:
     postgres_url()
     suite = write_suite(tmp_path, ["t1"], MIXED)

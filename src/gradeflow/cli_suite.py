@@ -33,6 +33,9 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--ledger", help="database URL or SQLite file (default: $GRADEFLOW_DATABASE_URL, .gradeflow/ledger.db)"
     )
     evaluate.add_argument("--concurrency", type=int, default=1, help="submissions graded at once (default 1)")
+    evaluate.add_argument(
+        "--dask-address", help="grade on the workers of this Dask scheduler (tcp://host:8786) instead of threads"
+    )
     evaluate.add_argument("--profile", help="a shipped profile name or a profile YAML file")
     evaluate.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
     evaluate.add_argument("--swebench-report", help="also write a SWE-bench-style summary JSON here")
@@ -93,6 +96,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             profile=args.profile,
             sandbox=args.sandbox,
             show_progress=not args.no_progress,
+            dask_address=args.dask_address,
         )
     finally:
         ledger.close()

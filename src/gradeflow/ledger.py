@@ -181,6 +181,10 @@ class Ledger:
         self._engine = _engine(self.url)
         self._create_schema()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A Dask worker gets the URL and opens its own connection pool.
+        return (type(self), (self.url,))
+
     @property
     def display_url(self) -> str:
         """The URL with any password hidden, for messages."""

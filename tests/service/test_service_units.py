@@ -10,13 +10,14 @@ from service_procs import EXAMPLES
 
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
+from gradeflow.ledger import Ledger
 from gradeflow.service.automations import ZOMBIE_AUTOMATION, zombie_automation
 from gradeflow.service.config import DEFAULT_SCHEDULE, load_service_config
 from gradeflow.service.deliveries import DeliveryStore
 from gradeflow.service.deployments import build_deployments
 from gradeflow.service.flows import run_tags
 from gradeflow.service.params import EvaluateRequest, GradeRequest
-from gradeflow.service.runners import PortableLedger, task_runner
+from gradeflow.service.runners import task_runner
 from gradeflow.service.tasks_dir import find_task_specs
 
 
@@ -113,10 +114,10 @@ def test_the_crash_automation_watches_heartbeats() -> None:
     assert getattr(trigger, "within", None).total_seconds() == 60  # type: ignore[union-attr]
 
 
-def test_a_portable_ledger_pickles_as_its_url(tmp_path: Path) -> None:
-    ledger = PortableLedger(str(tmp_path / "l.db"))
+def test_a_ledger_pickles_as_its_url(tmp_path: Path) -> None:
+    ledger = Ledger(str(tmp_path / "l.db"))
     copy = pickle.loads(pickle.dumps(ledger))
-    assert isinstance(copy, PortableLedger) and copy.url == ledger.url
+    assert isinstance(copy, Ledger) and copy.url == ledger.url
     ledger.close()
     copy.close()
 

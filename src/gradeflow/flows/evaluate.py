@@ -205,13 +205,19 @@ def evaluate(
     profile: str | None = None,
     sandbox: str | SandboxFactory | None = None,
     show_progress: bool = True,
+    dask_address: str | None = None,
 ) -> Evaluation:
-    """Check every task spec up front (``SpecError``), then run ``evaluate-suite`` with ``concurrency`` workers."""
+    """Check every task spec up front (``SpecError``), then run ``evaluate-suite`` with ``concurrency`` threads,
+    or on the workers of the Dask scheduler at ``dask_address``."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
         preflight(suite.tasks[task_id], sandbox, profile)
     runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=concurrency)
+    if dask_address:
+        from prefect_dask import DaskTaskRunner
+
+        runner = DaskTaskRunner(address=dask_address)
     # Each grade is its own flow run: the heartbeat thread would add about a second to every one.
     with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         result = evaluate_suite.with_options(task_runner=runner)(suite, ledger, profile, sandbox, show_progress)

@@ -23,9 +23,10 @@ from prefect.states import State
 
 from gradeflow.errors import SpecError
 from gradeflow.flows.grade import grade_submission
+from gradeflow.ledger import Ledger
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.service.params import EvaluateRequest, GradeRequest
-from gradeflow.service.runners import PortableLedger, task_runner
+from gradeflow.service.runners import task_runner
 from gradeflow.service.suite_artifacts import publish_report, suite_progress
 from gradeflow.spec import load_task
 
@@ -110,7 +111,7 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
         preflight(suite.tasks[task_id], request.sandbox, request.profile)
-    ledger = PortableLedger(request.ledger)
+    ledger = Ledger(request.ledger)
     keys = {planned.key for planned in plan_suite(suite, request.profile)}
     try:
         # Each grade is its own subflow run: the heartbeat thread would add about a second to each.

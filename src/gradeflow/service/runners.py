@@ -1,7 +1,7 @@
 """Where an evaluation's submissions run: threads in the flow run, or the workers of a Dask cluster.
 
 With ``dask_address`` the ``grade-and-record`` tasks are shipped (pickled) to the cluster's workers,
-so everything they take must pickle: :class:`PortableLedger` travels as its URL and reconnects.
+so everything they take must pickle: a :class:`~gradeflow.ledger.Ledger` travels as its URL and reconnects.
 Each Dask worker needs ``PREFECT_API_URL`` and the same ``GRADEFLOW_HOME`` and result storage as the
 flow run (docs/operations.md).
 """
@@ -12,17 +12,9 @@ from typing import Any
 
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from gradeflow.ledger import Ledger
 from gradeflow.service.params import EvaluateRequest
 
-__all__ = ["PortableLedger", "task_runner"]
-
-
-class PortableLedger(Ledger):
-    """A :class:`Ledger` that pickles as its URL (a Dask worker opens its own connection pool)."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (PortableLedger, (self.url,))
+__all__ = ["task_runner"]
 
 
 def task_runner(request: EvaluateRequest) -> TaskRunner[Any]:
