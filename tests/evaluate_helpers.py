@@ -13,12 +13,10 @@ import pytest
 import yaml
 from sqlalchemy import create_engine, text
 
-from gradeflow.errors import SandboxUnavailable
+from fakes import BUG, FIX, diff
+from fakes import write_task as write_fake_task
 from gradeflow.ledger import GradeRecord
-from gradeflow.sandbox import CommandResult, FakeCall
 
-BUG = "def divide(a, b):\n    return a / b if b else None\n"
-FIX = "def divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError('no')\n    return a / b\n"
 WRONG = "def divide(a, b):\n    return 0 if b == 0 else a / b\n"
 
 
@@ -51,54 +49,9 @@ def database(kind: str, tmp_path: Path) -> Iterator[str]:
         admin.dispose()
 
 
-def diff(old: str, new: str, path: str = "src/calc.py") -> str:
-    """A git-style unified diff replacing the whole of ``path``."""
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    hunk = [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
-    return (
-        f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
-        f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n" + "\n".join(hunk) + "\n"
-    )
-
-
 def write_task(root: Path, task_id: str) -> Path:
-    """A tiny repository (buggy ``divide``) and its task spec under ``root/task_id``; returns task.yaml."""
-    folder = root / task_id
-    (folder / "repo" / "src").mkdir(parents=True)
-    (folder / "repo" / "tests").mkdir()
-    (folder / "repo" / "src" / "calc.py").write_text(BUG)
-    (folder / "repo" / "tests" / "test_calc.py").write_text("def test_div(): ...\ndef test_add(): ...\n")
-    spec: dict[str, Any] = {
-        "task_id": task_id,
-        "type": "bugfix",
-        "repo": "./repo",
-        "tests": {
-            "command": "pytest --junitxml={junit}",
-            "fail_to_pass": ["tests/test_calc.py::test_div"],
-            "pass_to_pass": ["tests/test_calc.py::test_add"],
-        },
-        "constraints": {"protected": ["tests/**"]},
-    }
-    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
-    return folder / "task.yaml"
-
-
-def junit(cases: dict[str, str]) -> str:
-    body = "".join(
-        f'<testcase classname="tests.test_calc" name="{name}">{"" if ok == "passed" else "<failure/>"}</testcase>'
-        for name, ok in cases.items()
-    )
-    return f'<testsuites><testsuite name="t">{body}</testsuite></testsuites>'
-
-
-def fake_pytest(call: FakeCall) -> CommandResult:
-    """test_div passes when ``divide`` raises; ``BROKEN`` in the source makes the sandbox unavailable."""
-    source = call.read("src/calc.py")
-    if "BROKEN" in source:
-        raise SandboxUnavailable("fake sandbox: the engine went away")
-    fixed = "ZeroDivisionError" in source
-    call.write_output("junit.xml", junit({"test_div": "passed" if fixed else "failed", "test_add": "passed"}))
-    return call.result(exit_code=0 if fixed else 1)
+    """The fakes' tiny repository and task spec under ``root/task_id``; returns task.yaml."""
+    return write_fake_task(root / task_id, task_id)
 
 
 def write_suite(root: Path, task_ids: list[str], runs: dict[str, list[str]]) -> Path:

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 import gradeflow.flows.evaluate as evaluate_module
-from evaluate_helpers import BUG, database, fake_pytest, postgres_url, write_suite
+from evaluate_helpers import database, postgres_url, write_suite
+from fakes import BUG, fake_pytest
 from gradeflow.cli import main
 from gradeflow.flows.evaluate import Evaluation, PlannedGrade, evaluate, record_for
 from gradeflow.flows.grade import grade_submission

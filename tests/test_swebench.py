@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluate_helpers import BUG, FIX, WRONG, diff, fake_pytest, record, write_task
+from evaluate_helpers import WRONG, record, write_task
+from fakes import BUG, FIX, diff, fake_pytest
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
 from gradeflow.flows.evaluate import evaluate

@@ -1,7 +1,13 @@
-"""Helpers for flow tests: a buggy module, its fix, JUnit writing and a fake pytest."""
+"""A tiny buggy repository with its task spec, its fix, JUnit writing and a fake pytest, shared by the tests."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox import CommandResult, FakeCall
 
 FIX = "def divide(a, b):\n    if b == 0:\n        raise ZeroDivisionError('no')\n    return a / b\n"
@@ -19,8 +25,14 @@ def junit(cases: dict[str, str]) -> str:
 
 
 def fake_pytest(call: FakeCall) -> CommandResult:
-    """Pass test_div when the source raises ZeroDivisionError; test_add always passes."""
-    fixed = "ZeroDivisionError" in call.read("src/calc.py")
+    """Pass test_div when the source raises ZeroDivisionError; test_add always passes.
+
+    ``BROKEN`` in the source makes the sandbox unavailable (an infrastructure failure).
+    """
+    source = call.read("src/calc.py")
+    if "BROKEN" in source:
+        raise SandboxUnavailable("fake sandbox: the engine went away")
+    fixed = "ZeroDivisionError" in source
     hidden = bool(call.read("tests/test_hidden.py"))
     cases = {"test_div": "passed" if fixed else "failed", "test_add": "passed"}
     if hidden:
@@ -37,3 +49,27 @@ def diff(old: str, new: str, path: str = "src/calc.py") -> str:
         f"diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n"
         f"@@ -1,{len(old_lines)} +1,{len(new_lines)} @@\n" + "\n".join(hunk) + "\n"
     )
+
+
+def write_task(folder: Path, task_id: str = "calc", **overrides: Any) -> Path:
+    """The buggy repository at ``folder/repo`` and its task spec at ``folder/task.yaml`` (returned)."""
+    repo = folder / "repo"
+    (repo / "src").mkdir(parents=True, exist_ok=True)
+    (repo / "tests").mkdir(exist_ok=True)
+    (repo / "src" / "calc.py").write_text(BUG)
+    (repo / "tests" / "test_calc.py").write_text("def test_div(): ...\ndef test_add(): ...\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    spec: dict[str, Any] = {
+        "task_id": task_id,
+        "type": "bugfix",
+        "repo": "./repo",
+        "tests": {
+            "command": "pytest --junitxml={junit}",
+            "fail_to_pass": ["tests/test_calc.py::test_div"],
+            "pass_to_pass": ["tests/test_calc.py::test_add"],
+        },
+        "constraints": {"protected": ["tests/**"]},
+        **overrides,
+    }
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    return folder / "task.yaml"
