@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes import BUG, FIX, diff, fake_pytest, junit
 
+from fakes import BUG, FIX, diff, fake_pytest, junit
 from gradeflow import grade, load_task
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
@@ -121,13 +121,21 @@ def test_sandbox_failure_is_retried_then_inconclusive(repo_task: Callable[..., P
     assert len(attempts) == 3  # the first try and two retries
 
 
-def test_workspaces_are_discarded_even_when_a_step_fails(repo_task: Callable[..., Path]) -> None:
+def test_workspaces_are_discarded_even_when_a_step_fails(
+    repo_task: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspaces: list[Path] = []
+
     def flaky_engine(call: FakeCall) -> CommandResult:
+        workspaces.append(call.workspace)
         if "ZeroDivisionError" in call.read("src/calc.py"):
             raise SandboxUnavailable("the engine went away")
         return fake_pytest(call)
 
-    before = set(Path(tempfile.gettempdir()).glob("gradeflow-ws-*"))
+    # A private temp folder: other processes' grades (served deployments, workers) may use the shared one.
+    private = tmp_path / "tmp"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     result = grade(
         load_task(repo_task(task_id="midway")), patch=diff(BUG, FIX), sandbox=FakeSandboxFactory(flaky_engine)
     )
@@ -136,7 +144,8 @@ def test_workspaces_are_discarded_even_when_a_step_fails(repo_task: Callable[...
         ["sandbox-unavailable"],
         ["src/calc.py"],
     )
-    assert set(Path(tempfile.gettempdir()).glob("gradeflow-ws-*")) <= before
+    assert workspaces and all(w.is_relative_to(private) for w in workspaces)  # the grade used the private folder
+    assert not list(private.glob("gradeflow-ws-*"))
 
 
 def test_an_internal_bug_is_an_inconclusive_outcome_not_a_crash(repo_task: Callable[..., Path]) -> None:
