@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakes import BUG, FIX, diff
 
 from builders import EXAMPLES
+from fakes import BUG, FIX, diff
 from gradeflow import grade, load_task
 from gradeflow.cli import main
 from gradeflow.models import GradeResult, TaskSpec

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes import BUG, FIX, diff
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
+from fakes import BUG, FIX, diff
 from gradeflow import load_task
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.flows.grade import grade_submission
