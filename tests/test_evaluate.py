@@ -56,7 +56,10 @@ def test_every_submission_is_recorded_once_and_a_rerun_grades_nothing(url: str, 
     assert by_model == {"m-a": [True] * 4, "m-b": [True, False] * 2, "m-c": [False] * 2}
     fixed = first.records[0]
     assert (fixed.tests_passed, fixed.tests_failed, fixed.tool_calls, fixed.score) == (2, 0, 1, 1.0)
-    assert fixed.component_scores == {"constraints": 1.0, "tests": 1.0} and fixed.files_changed == 1
+    assert (
+        fixed.component_scores == {"constraints": 1.0, "test_infrastructure": 1.0, "tamper": 1.0, "tests": 1.0}
+        and fixed.files_changed == 1
+    )
     assert "empty-patch" in first.records[4].reason_codes
     again = _evaluate(suite, url, FakeSandboxFactory(fake_pytest))
     assert (again.graded, again.skipped) == (0, 10)

@@ -8,8 +8,18 @@ from pydantic import BaseModel, Field
 
 __all__ = [
     "FunctionMetrics",
+    "HarnessSummary",
+    "InfrastructureEdit",
     "Outcome",
+    "PatternEngine",
+    "PatternEvidence",
+    "PatternHit",
+    "PatternMatches",
     "PerfEvidence",
+    "PluginRef",
+    "TamperEvidence",
+    "TamperFinding",
+    "TamperKind",
     "TestCaseResult",
     "TestRunEvidence",
 ]
@@ -29,6 +39,32 @@ class TestCaseResult(BaseModel):
     outcome: Literal["passed", "failed", "error", "skipped"]
     message: str = ""
     """The first line of the failure, error or skip message, cut short."""
+
+
+class InfrastructureEdit(BaseModel):
+    """A piece of test infrastructure (configuration or a code loader) the patch changed."""
+
+    path: str
+    what: str
+    """``file`` for a whole file, else the section (``[tool.pytest]``, ``scripts.test``)."""
+
+
+class PluginRef(BaseModel):
+    """A pytest plugin a run loaded: its module and the file it came from (repository-relative when inside)."""
+
+    module: str
+    file: str | None = None
+
+
+class HarnessSummary(BaseModel):
+    """The compact part of the harness record a later run is checked against (the base's plugins)."""
+
+    plugins: list[PluginRef] = Field(default_factory=list)
+    """Every plugin module loaded, conftest files and the harness itself excluded."""
+    entrypoint_modules: list[str] = Field(default_factory=list)
+    """Modules loaded through ``pytest11`` entry points: the candidate's runs load exactly these, by name."""
+    canaries: bool = False
+    """Whether the grader's canary tests ran with the expected outcomes."""
 
 
 class TestRunEvidence(BaseModel):
@@ -52,6 +88,8 @@ class TestRunEvidence(BaseModel):
     """Outcome of every test id the task names (fail_to_pass, pass_to_pass, quarantine)."""
     output_tail: str = ""
     """The end of the command's output, for messages."""
+    harness: HarnessSummary | None = None
+    """What gradeflow's pytest harness saw; ``None`` when it did not run (not pytest, or nothing recorded)."""
 
 
 class FunctionMetrics(BaseModel):
@@ -76,3 +114,83 @@ class PerfEvidence(BaseModel):
     """Runs that failed or produced no timing, with why."""
     unchanged: bool = False
     """The submission changes nothing, so nothing was timed: identical code is not faster."""
+
+
+TamperKind = Literal[
+    "argv-read",
+    "atexit",
+    "builtins-rebind",
+    "ctypes",
+    "dynamic-exec",
+    "entry-points",
+    "frame-walk",
+    "gc-objects",
+    "import-hook",
+    "os-exit",
+    "pytest-internals",
+    "report-path",
+    "settrace",
+    "startup-hook",
+    "time-rebind",
+]
+"""What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders."""
+
+
+class TamperFinding(BaseModel):
+    """One piece of added code that reaches into the test machinery."""
+
+    path: str
+    """Repository-relative path of the changed file."""
+    line: int
+    """1-based line of the finding (0 for a finding about the whole file)."""
+    kind: TamperKind
+    detail: str
+    """What was matched (a module, an attribute chain, a literal); with ``kind``, the key compared with the base."""
+    message: str
+    """One sentence for a person: what the code does and why it is suspect."""
+
+
+class TamperEvidence(BaseModel):
+    """The tamper scan of a patch: findings the patch adds (those already in the base are left out)."""
+
+    findings: list[TamperFinding] = Field(default_factory=list)
+    files_scanned: list[str] = Field(default_factory=list)
+    """Changed non-test files that were read and parsed."""
+    files_skipped: list[str] = Field(default_factory=list)
+    """Changed files of a scanned type that could not be read or parsed (binary, too large, a syntax error)."""
+
+
+PatternEngine = Literal["re2", "re"]
+"""``re2``: google-re2, linear in the text; ``re``: Python's engine, in a child process with a time bound."""
+
+
+class PatternHit(BaseModel):
+    """Where a pattern matched."""
+
+    path: str
+    """Repository-relative path of the file, after the patch."""
+    line: int
+    """1-based line in the file after the patch."""
+
+
+class PatternMatches(BaseModel):
+    """What one forbidden or required pattern matched, gathered by the constraints task."""
+
+    kind: Literal["forbidden", "required"]
+    pattern: str
+    path: str | None = None
+    """The file a required pattern is searched in; ``None`` for a forbidden one (every added line)."""
+    engine: PatternEngine
+    hits: list[PatternHit] = Field(default_factory=list)
+    """Forbidden: every added line that matches. Required: the first match, when there is one."""
+    error: str | None = None
+    """Why matching did not finish (it ran past the time bound, or the matcher failed); then ``hits`` is empty."""
+
+
+class PatternEvidence(BaseModel):
+    """Every pattern of the task's constraints, matched: forbidden ones on the patch's added lines, required
+    ones in their file."""
+
+    matches: list[PatternMatches] = Field(default_factory=list)
+    timeout: float
+    """Seconds each pattern Python's ``re`` matches may take before it counts as timed out."""

@@ -9,8 +9,9 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+import re2
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -50,6 +51,9 @@ Status = Literal["graded", "inconclusive"]
 Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inconclusive"]
 
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmg]?)b?$", re.IGNORECASE)
+MAX_TIMEOUT = 86_400
+"""The longest command timeout a task spec may set, in seconds (a day)."""
 
 
 def _resolve(value: str | None, info: ValidationInfo) -> str | None:
@@ -73,7 +77,8 @@ class RequiredPattern(_Spec):
     path: str
     """File path relative to the repository root."""
     pattern: str
-    """Python regular expression, searched with ``re.MULTILINE``."""
+    """Regular expression searched in the whole file, ``^``/``$`` at each line (see the constraints task for
+    the engine: google-re2 where it reads the pattern the way Python's ``re`` would, else ``re`` with a time bound)."""
 
     @field_validator("pattern")
     @classmethod
@@ -83,10 +88,18 @@ class RequiredPattern(_Spec):
 
 
 def _check_regex(value: str) -> None:
+    """A pattern must compile in google-re2 or in Python's ``re``; the constraints task picks the engine."""
+    quiet = re2.Options()
+    quiet.log_errors = False
+    try:
+        re2.compile(value, quiet)
+        return
+    except re2.error:
+        pass
     try:
         re.compile(value)
     except re.error as exc:
-        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+        raise ValueError(f"invalid regular expression {value!r}: {exc}; neither re2 nor re compiles it") from None
 
 
 class TestsSpec(_Spec):
@@ -106,8 +119,8 @@ class TestsSpec(_Spec):
     """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
     require_all_pass_to_pass: bool = False
     """When on, one broken pass_to_pass test scores 0; otherwise the score shrinks by the broken share."""
-    timeout: float = Field(default=600, gt=0)
-    """Seconds before the whole test command (and every process it started) is killed."""
+    timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
+    """Seconds before the whole test command (and every process it started) is killed (at most a day)."""
     quarantine: list[str] = Field(default_factory=list)
     """Known-flaky test ids: their outcomes are reported but never scored."""
     test_files: list[str] = Field(default_factory=lambda: ["**/test_*.py", "**/*_test.py", "**/conftest.py"])
@@ -115,6 +128,15 @@ class TestsSpec(_Spec):
     evidence_command: str | None = None
     """Runs only the patch's own tests: ``{junit}`` and ``{tests}`` (their pytest node ids, shell-quoted)
     are replaced; when omitted, ``command`` with the node ids appended."""
+    infrastructure: list[str] = Field(default_factory=list)
+    """Globs of more test infrastructure, sealed to the base like the documented default set
+    (test configuration and code loaders, see the README): reset for every run, an edit is a gate failure."""
+    infrastructure_editable: list[str] = Field(default_factory=list)
+    """Globs of test infrastructure this task's patch may change (a pytest plugin project's own config):
+    neither reset nor a gate failure."""
+    publish_hidden_details: bool = False
+    """With hidden tests, the published result says passed/failed per declared test id and nothing else
+    about the run (exit code, counts, durations, messages); on, everything is published as without them."""
 
     @field_validator("command")
     @classmethod
@@ -171,8 +193,8 @@ class PerfSpec(_Spec):
     """Interleaved baseline/candidate pairs; the minimum of each side is compared."""
     noise_floor: float = Field(default=1.15, gt=1.0)
     min_speedup: float = Field(default=4.0, gt=1.0)
-    timeout: float = Field(default=600, gt=0)
-    """Seconds allowed for one benchmark run."""
+    timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
+    """Seconds allowed for one benchmark run (at most a day)."""
 
     @model_validator(mode="after")
     def _ordered(self) -> PerfSpec:
@@ -186,10 +208,17 @@ class GradingSpec(_Spec):
 
     profile: str = "default"
     """A profile shipped in ``gradeflow/profiles/`` or a path to a profile YAML file."""
-    weights: dict[str, float] = Field(default_factory=dict)
-    """Weights of objective components by name; unlisted objectives weigh 1."""
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    """Weights of objective components by name (finite, at least 0, not all 0); unlisted objectives weigh 1."""
     pass_threshold: float | None = Field(default=None, ge=0, le=1)
     """Minimum score to pass; the profile's value when omitted."""
+
+    @field_validator("weights")
+    @classmethod
+    def _positive_sum(cls, value: dict[str, float]) -> dict[str, float]:
+        if value and sum(value.values()) <= 0:
+            raise ValueError("the weights sum to 0, so nothing would be scored")
+        return value
 
     @field_validator("profile")
     @classmethod
@@ -210,7 +239,7 @@ class CustomGraderSpec(_Spec):
     """A user grader loaded from an importable ``module:Class``."""
 
     use: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-    weight: float = Field(default=1.0, ge=0)
+    weight: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     role: Role = "objective"
 
 
@@ -222,9 +251,23 @@ class EnvironmentSpec(_Spec):
     """Docker image (``NAME[:TAG]`` or ``NAME@sha256:...``), for the docker sandbox."""
     network: bool = False
     memory: str = "2g"
-    cpus: float = Field(default=1.0, gt=0)
-    pids: int = Field(default=256, gt=0)
+    """Memory limit, a size like ``512m`` or ``2g`` (from 6m, the engine's minimum, to 1024g)."""
+    cpus: float = Field(default=1.0, ge=0.01, le=1024)
+    """CPUs (0.01 or more); preflight also refuses more than the docker engine has."""
+    pids: int = Field(default=256, gt=0, le=4_194_304)
+    """Processes at once (at most 4194304, the kernel's own limit)."""
     user: str = "1000:1000"
+
+    @field_validator("memory")
+    @classmethod
+    def _bounded_size(cls, value: str) -> str:
+        size = _SIZE.match(value.strip())
+        if size is None:
+            raise ValueError(f"{value!r} is not a size like '512m' or '2g'")
+        unit = 1024 ** "bkmg".index((size.group(2) or "b").lower())
+        if not 6 * 1024**2 <= float(size.group(1)) * unit <= 1024**4:
+            raise ValueError(f"{value!r} is outside 6m..1024g")
+        return value
 
 
 class TaskSpec(_Spec):

@@ -1,4 +1,8 @@
-"""Loading task specs from YAML, with one-line errors that name the file and the key."""
+"""Loading task specs from YAML, with one-line errors that name the file and the key.
+
+Every YAML file gradeflow reads through :func:`load_yaml` refuses a mapping that repeats a key
+(YAML itself would keep the last one silently): the error names the key and both lines.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,27 @@ from gradeflow.models import TaskSpec
 __all__ = ["load_model", "load_task", "load_yaml", "validation_message"]
 
 M = TypeVar("M", bound=BaseModel)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _DuplicateKey(yaml.constructor.ConstructorError):
+    """A mapping names the same key twice."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a repeated key in a mapping (``<<`` merges may still be overridden)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        first: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in first:
+                problem = f"duplicate key {key!r} (first on line {first[key]})"
+                raise _DuplicateKey(None, None, problem, key_node.start_mark)
+            first[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(path: Path, what: str) -> Any:
@@ -25,12 +50,13 @@ def load_yaml(path: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{path}: cannot read {what}: {exc}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+        kind = "" if isinstance(exc, _DuplicateKey) else "YAML syntax error: "
+        raise SpecError(f"{where}: {kind}{problem}") from None
 
 
 def validation_message(exc: ValidationError, where: str) -> str:

@@ -24,12 +24,15 @@ def test_reference_fix_passes_with_every_result_field(repo_task: Callable[..., P
         1.0,
         "merge-candidate",
     )
-    assert [c.name for c in result.components] == ["constraints", "tests"]
+    assert [c.name for c in result.components] == ["constraints", "test_infrastructure", "tamper", "tests"]
     assert result.component("tests").details["fail_to_pass"] == {"tests/test_calc.py::test_div": "passed"}
     assert result.files_changed == ["src/calc.py"]
     assert (result.lines_added, result.lines_removed) == (3, 1)
     assert "+        raise ZeroDivisionError('no')" in result.patch
-    assert result.summary() == "PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)"
+    assert (
+        result.summary()
+        == "PASS 1.000 (constraints=1.00✓(gate), test_infrastructure=1.00✓(gate), tamper=1.00✓(gate), tests=1.00✓)"
+    )
     assert set(result.timings) >= {
         "baseline",
         "snapshot",

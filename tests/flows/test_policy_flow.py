@@ -43,7 +43,7 @@ def test_a_regression_test_raises_test_evidence_on_the_calc_example() -> None:
     }
     # The new test file broke no constraint (allow_new_tests) and stayed out of the acceptance run.
     assert with_test.component("constraints").passed
-    assert "restored to base before the run: tests/test_divide_by_zero_regression.py" in (
+    assert "reset to the base before the run: tests/test_divide_by_zero_regression.py" in (
         with_test.component("tests").messages
     )
     assert [r.dimensions["reviewability"] for r in (without, with_test, weak)] == [1.0, 1.0, 1.0]
@@ -67,7 +67,7 @@ def test_only_the_touched_test_of_a_changed_test_file_runs() -> None:
 
 def test_the_default_profile_gathers_no_extra_evidence() -> None:
     result = _calc("reference_with_test.diff", profile="default")
-    assert [c.name for c in result.components] == ["constraints", "tests", "quality"]
+    assert [c.name for c in result.components] == ["constraints", "test_infrastructure", "tamper", "tests", "quality"]
     assert (result.passed, result.dimensions, result.profile) == (True, {"behavior": 1.0}, "default")
     assert "reviewability" not in result.timings and "test_evidence" not in result.timings
 

@@ -1,24 +1,35 @@
-"""ConstraintGrader: one check per declared rule, score = 1 - violations/checks."""
+"""ConstraintGrader: one check per declared rule, score = 1 - violations/checks; patterns scored from evidence."""
 
 import pytest
 
 from builders import make_task
+from gradeflow.evidence import PatternEvidence, PatternHit, PatternMatches
 from gradeflow.graders import ConstraintGrader, GradingContext, InMemoryWorkspace
-from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 
 
 def _grade(
     constraints: dict[str, object],
     changes: list[ChangedFile],
     files: dict[str, str] | None = None,
-    added: dict[str, list[str]] | None = None,
     tests: dict[str, object] | None = None,
-):
+    patterns: PatternEvidence | None = None,
+) -> GradeComponent:
     spec = make_task(constraints=constraints)
     if tests:
         spec["tests"].update(tests)
-    workspace = InMemoryWorkspace(files=files or {}, changes=changes, added=added or {})
-    return ConstraintGrader().grade(GradingContext(task=TaskSpec.model_validate(spec), workspace=workspace))
+    workspace = InMemoryWorkspace(files=files or {}, changes=changes)
+    return ConstraintGrader(patterns).grade(GradingContext(task=TaskSpec.model_validate(spec), workspace=workspace))
+
+
+def _forbidden(pattern: str, *hits: tuple[str, int], error: str | None = None) -> PatternMatches:
+    found = [PatternHit(path=path, line=line) for path, line in hits]
+    return PatternMatches(kind="forbidden", pattern=pattern, engine="re2", hits=found, error=error)
+
+
+def _required(path: str, pattern: str, line: int | None, error: str | None = None) -> PatternMatches:
+    hits = [] if line is None else [PatternHit(path=path, line=line)]
+    return PatternMatches(kind="required", pattern=pattern, path=path, engine="re", hits=hits, error=error)
 
 
 SRC = ChangedFile(path="src/calc.py", lines_added=3, lines_removed=1)
@@ -68,29 +79,70 @@ def test_a_rename_out_of_a_protected_file_counts() -> None:
     assert _grade({"protected": ["tests/**"]}, [moved]).reason_codes == ["protected-file-modified"]
 
 
-def test_forbidden_patterns_are_checked_on_added_lines_only() -> None:
-    added = {"src/calc.py": ["x = 1", "breakpoint()"]}
-    component = _grade({"forbidden_patterns": [r"breakpoint\(", "import pdb"]}, [SRC], added=added)
-    assert component.score == pytest.approx(2 / 3)  # protected + one check per pattern; one violated
-    assert component.reason_codes == ["forbidden-pattern"]
-    clean = _grade({"forbidden_patterns": [r"breakpoint\("]}, [SRC], files={"src/calc.py": "breakpoint()"})
-    assert clean.passed  # present in the file but not added by the patch
+FORBID = {"forbidden_patterns": [r"breakpoint\(", "import pdb"]}
+REQUIRE = {"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}
 
 
 @pytest.mark.parametrize(
-    ("files", "passed"),
+    ("constraints", "matches", "score", "codes"),
     [
-        ({"src/calc.py": "raise ZeroDivisionError('x')"}, True),
-        ({"src/calc.py": "return None"}, False),
-        ({}, False),
+        (FORBID, [_forbidden(r"breakpoint\("), _forbidden("import pdb")], 1.0, []),
+        (
+            FORBID,
+            [_forbidden(r"breakpoint\(", ("src/calc.py", 2)), _forbidden("import pdb")],
+            2 / 3,
+            ["forbidden-pattern"],
+        ),
+        (
+            FORBID,
+            [_forbidden(r"breakpoint\(", error="took longer than 5 s"), _forbidden("import pdb")],
+            2 / 3,
+            ["pattern-timeout"],
+        ),
+        (FORBID, [_forbidden("import pdb")], 2 / 3, ["pattern-evidence-missing"]),  # never a silent pass
+        (REQUIRE, [_required("src/calc.py", "ZeroDivisionError", 3)], 1.0, []),
+        (REQUIRE, [_required("src/calc.py", "ZeroDivisionError", None)], 0.5, ["required-pattern-missing"]),
+        (
+            REQUIRE,
+            [_required("src/calc.py", "ZeroDivisionError", None, "took longer than 5 s")],
+            0.5,
+            ["pattern-timeout"],
+        ),
+        (REQUIRE, [_required("src/other.py", "ZeroDivisionError", 1)], 0.5, ["pattern-evidence-missing"]),
     ],
 )
-def test_required_patterns_must_match_in_their_file(files: dict[str, str], passed: bool) -> None:
-    component = _grade(
-        {"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}, [SRC], files=files
-    )
-    assert component.passed is passed
-    assert component.reason_codes == ([] if passed else ["required-pattern-missing"])
+def test_pattern_table(
+    constraints: dict[str, object], matches: list[PatternMatches], score: float, codes: list[str]
+) -> None:
+    component = _grade(constraints, [SRC], patterns=PatternEvidence(matches=matches, timeout=5.0))
+    assert component.score == pytest.approx(score)
+    assert component.passed is (score == 1.0)
+    assert component.reason_codes == codes
+
+
+def test_declared_patterns_without_evidence_fail() -> None:
+    assert _grade(FORBID, [SRC]).reason_codes == ["pattern-evidence-missing"]
+    assert _grade({}, [SRC]).passed  # no pattern declared, nothing to match
+
+
+def test_pattern_messages_name_the_file_lines_and_pattern() -> None:
+    hits = [("src/é.py", 1), ("src/é.py", 4), ("src/tab\tname.py", 2)]
+    timed_out = _forbidden("import pdb", error="took longer than 5 s")
+    evidence = PatternEvidence(matches=[_forbidden(r"breakpoint\(", *hits), timed_out], timeout=5.0)
+    component = _grade(FORBID, [SRC], patterns=evidence)
+    assert component.messages == [
+        "forbidden_pattern 'breakpoint\\\\(': src/é.py: added lines 1, 4 match 'breakpoint\\\\('",
+        "forbidden_pattern 'breakpoint\\\\(': \"src/tab\\tname.py\": added line 2 matches 'breakpoint\\\\('",
+        "forbidden_pattern 'import pdb': matching 'import pdb' (re2) took longer than 5 s",
+    ]
+    assert component.details["patterns"][1] == {
+        "kind": "forbidden",
+        "pattern": "import pdb",
+        "path": None,
+        "engine": "re2",
+        "hits": 0,
+        "error": "took longer than 5 s",
+    }
 
 
 def test_details_list_each_check() -> None:

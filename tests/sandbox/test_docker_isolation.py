@@ -152,11 +152,16 @@ def test_a_report_written_before_the_run_is_never_read(grade_candidate: Grade) -
     assert _tests(result) == (0.0, ["no-junit-output"])
 
 
-def test_a_run_that_executes_no_test_is_not_a_pass(grade_candidate: Grade, base_files: dict[str, str]) -> None:
+def test_a_config_edit_that_deselects_every_test_is_reset_and_rejected(
+    grade_candidate: Grade, base_files: dict[str, str]
+) -> None:
     ini = base_files["pytest.ini"] + "addopts = -k no_test_has_this_name\n"
     result = grade_candidate({"pytest.ini": ini, "src/mod.py": 'def f():\n    return "ok"\n'})
-    assert (result.status, result.score) == ("graded", 0.0)
-    assert _tests(result) == (0.0, ["no-tests-ran"])
+    assert (result.status, result.score, result.decision) == ("graded", 0.0, "rejected")
+    gate = result.component("test_infrastructure")
+    assert (gate.passed, gate.reason_codes) == (False, ["test-infrastructure-modified"])
+    assert _tests(result) == (1.0, [])  # the run used the base's pytest.ini, so the tests did run
+    assert result.component("tests").details["sealed"] == {"pytest.ini": "test infrastructure"}
 
 
 def test_the_environment_fingerprint_names_the_container_image(grade_candidate: Grade) -> None:

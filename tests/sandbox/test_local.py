@@ -71,3 +71,45 @@ def test_close_removes_the_scratch_folders(tmp_path: Path) -> None:
     sandbox.close()
     sandbox.close()  # idempotent
     assert not scratch.exists() and tmp_path.exists()
+
+
+def _wheel(folder: Path, name: str) -> Path:
+    """A minimal pure-Python wheel holding module ``name`` (so pip installs it offline)."""
+    import zipfile
+
+    info = f"{name}-0.1.dist-info"
+    files = {
+        f"{name}.py": "VALUE = 42\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{info}/RECORD"])
+    wheel = folder / f"{name}-0.1-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def test_pip_installs_into_a_private_environment_never_into_gradeflows(tmp_path: Path) -> None:
+    import importlib.util
+    import sys
+
+    wheel = _wheel(tmp_path, "gradeflow_probe_pkg")
+    factory = LocalSandboxFactory()
+    with factory.open(tmp_path) as first:
+        installed = first.run(f"pip install -q --no-index --no-deps {wheel}", env={}, timeout=120)
+        assert installed.ok, installed.stderr
+        seen = first.run(
+            "python -c 'import gradeflow_probe_pkg, pytest; print(gradeflow_probe_pkg.VALUE)'", env={}, timeout=60
+        )
+        assert (seen.exit_code, seen.stdout.strip()) == (0, "42")  # installed, and the host's pytest still imports
+        also = first.run(
+            f"python -m pip install -q --no-index --no-deps --force-reinstall {wheel}", env={}, timeout=120
+        )
+        assert also.ok, also.stderr
+    assert importlib.util.find_spec("gradeflow_probe_pkg") is None
+    assert not any(Path(p, "gradeflow_probe_pkg.py").exists() for p in sys.path if p)
+    with factory.open(tmp_path) as later:  # the next sandbox starts without it
+        assert later.run("python -c 'import gradeflow_probe_pkg'", env={}, timeout=60).exit_code != 0
+    assert "private per sandbox" in (factory.describe().python_environment or "")

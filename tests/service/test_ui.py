@@ -11,7 +11,18 @@ from service_procs import Delivery, Service
 
 pytestmark = pytest.mark.slow
 
-TASKS = ["environment", "pin-base", "baseline", "snapshot", "constraints", "tests", "quality", "perf", "combine"]
+TASKS = [
+    "environment",
+    "pin-base",
+    "baseline",
+    "snapshot",
+    "constraints",
+    "test-infrastructure",
+    "tests",
+    "quality",
+    "perf",
+    "combine",
+]
 
 
 def test_the_flow_run_page_shows_the_tasks_tags_and_artifacts(

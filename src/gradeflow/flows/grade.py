@@ -30,10 +30,12 @@ from gradeflow.tasks.baseline import Baseline, prepare_baseline
 from gradeflow.tasks.combine import combine_components, publish_artifacts
 from gradeflow.tasks.constraints import check_constraints
 from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.infrastructure import check_infrastructure
 from gradeflow.tasks.perf import run_perf
 from gradeflow.tasks.quality import measure_quality
 from gradeflow.tasks.review import check_reviewability
 from gradeflow.tasks.snapshot import Snapshot, discard, take_snapshot
+from gradeflow.tasks.tamper_scan import check_tamper
 from gradeflow.tasks.test_evidence import check_test_evidence
 from gradeflow.tasks.tests import run_tests
 
@@ -179,6 +181,10 @@ def _grade(
             environment=environment,
         )
     constraints = progress.component("constraints", lambda: check_constraints(task_spec, snapshot))
+    infrastructure = progress.component(
+        "test_infrastructure", lambda: check_infrastructure(task_spec, snapshot, baseline)
+    )
+    tamper = progress.component("tamper", lambda: check_tamper(task_spec, snapshot, baseline))
     extra = _rubric_evidence(task_spec, snapshot, baseline, factory, policy, progress)
     with progress.step("tests") as outcome:
         tests = run_tests(task_spec, snapshot, baseline, factory)
@@ -186,7 +192,7 @@ def _grade(
     quality = progress.component("quality", lambda: measure_quality(task_spec, snapshot))
     perf = progress.component("perf", lambda: run_perf(task_spec, snapshot, baseline, factory))
     with progress.step("combine") as outcome:
-        found = (constraints, tests.component, quality, perf, *extra)
+        found = (constraints, infrastructure, tamper, tests.component, quality, perf, *extra)
         result = combine_components(
             task_spec,
             submission.submission_id,

@@ -8,10 +8,9 @@ function is touched together with the function around it.
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
 
 from gradeflow.evidence import FunctionMetrics
+from gradeflow.tasks._diff import file_diffs
 
 __all__ = ["FunctionChange", "TouchedLines", "selected_test_ids", "touched_functions", "touched_lines"]
 
@@ -36,27 +35,19 @@ class FunctionChange(BaseModel):
     after: FunctionMetrics | None = None
 
 
-def _strip(path: str) -> str | None:
-    if path == "/dev/null":
-        return None
-    return path[2:] if path.startswith(("a/", "b/")) else path
-
-
 def touched_lines(patch: str) -> dict[str, TouchedLines]:
-    """Per path after the patch, the lines it adds and removes; ``{}`` when the diff cannot be read."""
-    try:
-        parsed = PatchSet(patch)
-    except UnidiffParseError:
-        return {}
+    """Per path after the patch, the lines it adds and removes; ``{}`` when the diff cannot be read.
+
+    Paths are the real file names (git's quoting undone), as in the snapshot's list of changes.
+    """
     found: dict[str, TouchedLines] = {}
-    for changed in parsed:
-        if changed.is_removed_file:
+    for changed in file_diffs(patch.encode("utf-8", errors="surrogateescape")):
+        if changed.path is None:
             continue
-        lines = [line for hunk in changed for line in hunk]
         found[changed.path] = TouchedLines(
-            old_path=None if changed.is_added_file else _strip(changed.source_file),
-            added={line.target_line_no for line in lines if line.is_added and line.target_line_no},
-            removed={line.source_line_no for line in lines if line.is_removed and line.source_line_no},
+            old_path=changed.old_path,
+            added={number for number, _ in changed.added},
+            removed=set(changed.removed),
         )
     return found
 

@@ -4,14 +4,21 @@ Each declared rule is one check: protected files (always on), ``allowed_files``,
 ``max_lines_changed``, each forbidden pattern and each required pattern. With ``allow_new_tests``, a
 test file the patch adds (``tests.test_files``) is exempt from ``protected`` and ``allowed_files``.
 score = 1 − violations / checks; passed needs zero violations.
+
+The patterns are matched by the constraints task (:class:`~gradeflow.evidence.PatternEvidence`); this
+grader scores the matches. A forbidden pattern that matched an added line is ``forbidden-pattern``, a
+required one that matched nothing ``required-pattern-missing``. A pattern whose matching ran out of time
+(or failed) is a violation with ``pattern-timeout``: the text it hung on is the patch's. A pattern with no
+evidence at all is a violation with ``pattern-evidence-missing``, never a silent pass.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradeflow.evidence import PatternEvidence, PatternMatches
 from gradeflow.globs import matches_any
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
@@ -39,14 +46,23 @@ class ConstraintGrader(Grader):
     name = "constraints"
     role = "gate"
 
+    def __init__(self, patterns: PatternEvidence | None = None) -> None:
+        self.patterns = patterns
+        """What the constraints task matched; ``None`` fails every declared pattern (no evidence)."""
+
     def grade(self, context: GradingContext) -> GradeComponent:
         checks = [check(context) for check in self._rules(context.task)]
         failed = [c for c in checks if c.violations]
         score = 1.0 - len(failed) / len(checks)
+        details: dict[str, object] = {
+            "checks": {c.rule: {"passed": not c.violations, "violations": c.violations} for c in checks}
+        }
+        if self.patterns is not None:
+            details["patterns"] = [_summary(m) for m in self.patterns.matches]
         return self.component(
             score,
             not failed,
-            details={"checks": {c.rule: {"passed": not c.violations, "violations": c.violations} for c in checks}},
+            details=details,
             messages=[f"{c.rule}: {v}" for c in failed for v in c.violations],
             reason_codes=sorted({c.reason for c in failed}),
         )
@@ -60,9 +76,15 @@ class ConstraintGrader(Grader):
             checks.append(_max_files)
         if rules.max_lines_changed is not None:
             checks.append(_max_lines)
-        checks += [_forbidden(p) for p in rules.forbidden_patterns]
-        checks += [_required(r.path, r.pattern) for r in rules.required_patterns]
+        checks += [_forbidden(p, self._matches("forbidden", p, None)) for p in rules.forbidden_patterns]
+        checks += [
+            _required(r.path, r.pattern, self._matches("required", r.pattern, r.path)) for r in rules.required_patterns
+        ]
         return checks
+
+    def _matches(self, kind: str, pattern: str, path: str | None) -> PatternMatches | None:
+        found = self.patterns.matches if self.patterns is not None else []
+        return next((m for m in found if (m.kind, m.pattern, m.path) == (kind, pattern, path)), None)
 
 
 def _touched(change: ChangedFile) -> list[str]:
@@ -109,29 +131,58 @@ def _max_lines(ctx: GradingContext) -> _Check:
     return _Check("max_lines_changed", bad, "too-many-lines")
 
 
-def _forbidden(pattern: str) -> Callable[[GradingContext], _Check]:
-    regex = re.compile(pattern)
+def _forbidden(pattern: str, found: PatternMatches | None) -> Callable[[GradingContext], _Check]:
+    rule = f"forbidden_pattern {pattern!r}"
 
     def check(ctx: GradingContext) -> _Check:
-        hits = [
-            f"{path}: added line matches {pattern!r}"
-            for path in ctx.workspace.changed_files()
-            if any(regex.search(line) for line in ctx.workspace.added_lines(path))
-        ]
-        return _Check(f"forbidden_pattern {pattern!r}", hits, "forbidden-pattern")
+        del ctx
+        if found is None or found.error:
+            return _unanswered(rule, pattern, found)
+        lines: dict[str, list[int]] = {}
+        for hit in found.hits:
+            lines.setdefault(hit.path, []).append(hit.line)
+        hits = [f"{_shown(path)}: added {_numbers(numbers)} {pattern!r}" for path, numbers in lines.items()]
+        return _Check(rule, hits, "forbidden-pattern")
 
     return check
 
 
-def _required(path: str, pattern: str) -> Callable[[GradingContext], _Check]:
-    regex = re.compile(pattern, re.MULTILINE)
+def _required(path: str, pattern: str, found: PatternMatches | None) -> Callable[[GradingContext], _Check]:
+    rule = f"required_pattern {path}"
 
     def check(ctx: GradingContext) -> _Check:
-        try:
-            found = bool(regex.search(ctx.workspace.read(path)))
-        except (FileNotFoundError, UnicodeDecodeError):
-            found = False
-        bad = [] if found else [f"{path} does not match {pattern!r}"]
-        return _Check(f"required_pattern {path}", bad, "required-pattern-missing")
+        del ctx
+        if found is None or found.error:
+            return _unanswered(rule, pattern, found)
+        bad = [] if found.hits else [f"{_shown(path)} does not match {pattern!r}"]
+        return _Check(rule, bad, "required-pattern-missing")
 
     return check
+
+
+def _unanswered(rule: str, pattern: str, found: PatternMatches | None) -> _Check:
+    if found is None:
+        return _Check(rule, [f"no match evidence for {pattern!r}"], "pattern-evidence-missing")
+    return _Check(rule, [f"matching {pattern!r} ({found.engine}) {found.error}"], "pattern-timeout")
+
+
+def _shown(path: str) -> str:
+    """A path as it goes into a one-line message: quoted when it holds a tab, a newline or another control."""
+    return path if path.isprintable() else json.dumps(path, ensure_ascii=False)
+
+
+def _numbers(numbers: list[int], shown: int = 5) -> str:
+    listed = ", ".join(str(n) for n in numbers[:shown])
+    more = f" and {len(numbers) - shown} more" if len(numbers) > shown else ""
+    return f"lines {listed}{more} match" if len(numbers) > 1 else f"line {listed} matches"
+
+
+def _summary(found: PatternMatches) -> dict[str, object]:
+    return {
+        "kind": found.kind,
+        "pattern": found.pattern,
+        "path": found.path,
+        "engine": found.engine,
+        "hits": len(found.hits),
+        "error": found.error,
+    }

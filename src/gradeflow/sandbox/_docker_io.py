@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, cap_output
 
-__all__ = ["OutputCapture", "is_regular_file", "report_bytes", "report_mtime", "workspace_archive"]
+__all__ = ["OutputCapture", "harness_archive", "is_regular_file", "report_bytes", "report_mtime", "workspace_archive"]
 
 _GO_MODE_TYPE = (1 << 31) | (1 << 27) | (1 << 26) | (1 << 25) | (1 << 24) | (1 << 21) | (1 << 19)
 """Go's ``os.ModeType`` bits (dir, symlink, device, pipe, socket, char device, irregular) in a path stat."""
@@ -58,6 +58,19 @@ def workspace_archive(host_workspace: Path, uid: int, gid: int, *, workspace: st
         for folder in owned:
             tar.addfile(_folder(folder, uid, gid))
         tar.add(host_workspace, arcname=workspace.strip("/"), filter=lambda info: _owned_by(info, uid, gid))
+    archive.seek(0)
+    return archive
+
+
+def harness_archive(folder: str, files: dict[str, bytes]) -> IO[bytes]:
+    """A tar (rewound) to extract at ``/``: ``folder`` and ``files`` in it, all root's and read-only to others."""
+    archive = tempfile.TemporaryFile()  # noqa: SIM115 - handed to the caller, who closes it
+    with tarfile.open(fileobj=archive, mode="w") as tar:
+        tar.addfile(_folder(folder, 0, 0))
+        for name, data in files.items():
+            info = _owned_by(tarfile.TarInfo(f"{folder.strip('/')}/{name}"), 0, 0)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     archive.seek(0)
     return archive
 

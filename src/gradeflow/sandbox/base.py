@@ -60,6 +60,8 @@ class SandboxDescription(BaseModel):
     python_version: str = platform.python_version()
     timezone: str = BASE_ENV["TZ"]
     pythonhashseed: str = BASE_ENV["PYTHONHASHSEED"]
+    python_environment: str | None = None
+    """Where ``setup`` installs: the local sandbox's private environment per sandbox and what it layers over."""
 
 
 def cap_output(data: bytes, limit: int = MAX_OUTPUT_BYTES) -> str:
@@ -89,6 +91,14 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Stop everything the sandbox started and remove what it created. Idempotent."""
+
+    @abc.abstractmethod
+    def install_harness(self, files: dict[str, bytes]) -> str:
+        """Put grader-owned files in a folder outside the repository; its path as commands see it.
+
+        Calling it again replaces the folder's content. Commands may read the files; in the docker
+        sandbox they cannot change them.
+        """
 
     def output_path(self, name: str) -> str:
         """The path of ``output_dir/name`` as commands see it."""

@@ -42,7 +42,7 @@ from gradeflow.sandbox._docker_engine import (
     resolve_image,
 )
 from gradeflow.sandbox._docker_exec import finish, run_exec
-from gradeflow.sandbox._docker_io import is_regular_file, report_bytes, report_mtime, workspace_archive
+from gradeflow.sandbox._docker_io import harness_archive, is_regular_file, report_bytes, report_mtime, workspace_archive
 from gradeflow.sandbox.base import BASE_ENV, CommandResult, Sandbox, SandboxDescription, SandboxFactory
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
 WORKSPACE = "/workspace"
 OUTPUT_DIR = "/gradeflow/out"
 HOME_DIR = "/gradeflow/home"
+HARNESS_DIR = "/gradeflow/harness"
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _KEEPER = ["sleep", "infinity"]
 # Empty the output folder (the command user owns everything in it), enter the workspace, run the command.
@@ -163,6 +164,17 @@ class DockerSandbox(Sandbox):
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot read {self.output_path(name)}: {exc}") from None
         return None if data is None else (data, report_mtime(stat))
+
+    def install_harness(self, files: dict[str, bytes]) -> str:
+        """Copy ``files`` into ``/gradeflow/harness``, owned by root: commands read them, never change them."""
+        container = self._live()
+        try:
+            with harness_archive(HARNESS_DIR, files) as archive:
+                if not container.put_archive("/", archive):
+                    raise SandboxUnavailable("the engine refused the harness archive")
+        except ENGINE_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot copy the harness in: {exc}") from None
+        return HARNESS_DIR
 
     def close(self) -> None:
         """Remove the container and everything in it. Idempotent; a failed removal is logged."""

@@ -71,8 +71,17 @@ class FakeSandbox(Sandbox):
             raise ValueError(f"{name} is over the {max_bytes}-byte cap")
         return path.read_bytes(), path.stat().st_mtime
 
+    def install_harness(self, files: dict[str, bytes]) -> str:
+        folder = self._scratch.with_name(self._scratch.name + "-harness")
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        return str(folder)
+
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
+        shutil.rmtree(self._scratch.with_name(self._scratch.name + "-harness"), ignore_errors=True)
 
 
 @dataclass

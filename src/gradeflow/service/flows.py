@@ -29,6 +29,7 @@ from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import task_runner
 from gradeflow.service.suite_artifacts import publish_report, suite_progress
 from gradeflow.spec import load_task
+from gradeflow.tasks.tests import withhold_hidden_timings
 
 __all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
 
@@ -65,6 +66,7 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
         outcome = grade_submission.fn(task_spec, submission, sandbox=request.sandbox, profile=request.profile)
     result = outcome if isinstance(outcome, GradeResult) else outcome.data
     if isinstance(result, GradeResult):
+        result = withhold_hidden_timings(task_spec, result)
         _tag_run(run_tags(request, result))
         if request.ledger:
             _record(request, task_spec, submission, result)

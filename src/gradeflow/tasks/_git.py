@@ -1,4 +1,9 @@
-"""Running git on private copies: the only place gradeflow shells out to git."""
+"""Running git on private copies: the only place gradeflow shells out to git.
+
+Every call prints file names as they are (``core.quotePath=false``; callers that list names use
+``-z``), and every private repository ignores the ``.gitattributes`` a tree brings: a patch that marks
+its files ``binary`` or ``-diff`` would otherwise hide its lines from the diff and its line counts.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from pathlib import Path
 
 from gradeflow.errors import InfraError
 
-__all__ = ["git", "init_snapshot_repo"]
+__all__ = ["git", "init_snapshot_repo", "plain_attributes"]
 
 _ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -28,7 +33,7 @@ def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -
     """Run git with no user or system config; ``InfraError`` when git itself is missing."""
     try:
         proc = subprocess.run(
-            ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", *args],
+            ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", "-c", "core.quotePath=false", *args],
             cwd=cwd,
             input=input,
             capture_output=True,
@@ -47,5 +52,18 @@ def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -
 def init_snapshot_repo(folder: Path) -> None:
     """Make ``folder`` a one-commit repository of its current content (the pristine base)."""
     git(folder, "init", "-q", "-b", "base")
+    plain_attributes(folder)
     git(folder, "add", "-A", "-f")
     git(folder, "commit", "-q", "--allow-empty", "--no-verify", "-m", "base")
+
+
+# $GIT_DIR/info/attributes outranks every .gitattributes in the tree: these lines put each attribute that
+# changes what git stages or shows back to git's defaults (content sniffing for binary, bytes as they are).
+_PLAIN_ATTRIBUTES = "* !diff !merge !text !eol !crlf !ident !filter !working-tree-encoding\n"
+
+
+def plain_attributes(folder: Path) -> None:
+    """Make the repository in ``folder`` ignore the tree's ``.gitattributes`` when it stages and diffs."""
+    info = folder / ".git" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "attributes").write_text(_PLAIN_ATTRIBUTES, encoding="ascii")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from gradeflow.errors import InfraError
-from gradeflow.evidence import TestRunEvidence
+from gradeflow.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.junit import MAX_JUNIT_BYTES, JUnitError, outcomes_for, parse_junit
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox.base import CommandResult, Sandbox
+from gradeflow.tasks._harness import Harness, RunFacts, check_run, harness_applies, read_record, record_cases, summarize
 
-__all__ = ["run_setup", "run_test_command", "test_ids"]
+__all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
 
 JUNIT_NAME = "junit.xml"
 
@@ -28,14 +30,42 @@ def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
     return sandbox.run(task.setup, env=task.candidate_env(), timeout=task.tests.timeout)
 
 
-def run_test_command(task: TaskSpec, sandbox: Sandbox, command: str | None = None) -> TestRunEvidence:
+def start_harness(task: TaskSpec, tree: Path, command: str | None, base: TestRunEvidence | None) -> Harness | None:
+    """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
+
+    ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. A
+    candidate run gets the harness only when the base run showed that it works for this task.
+    """
+    if not harness_applies(command or task.tests.command):
+        return None
+    if base is not None and base.harness is None:
+        return None
+    harness = Harness.fresh(task, tree)
+    harness.write_canaries(tree)
+    return harness
+
+
+def run_test_command(
+    task: TaskSpec,
+    sandbox: Sandbox,
+    command: str | None = None,
+    *,
+    harness: Harness | None = None,
+    base: TestRunEvidence | None = None,
+) -> TestRunEvidence:
     """Run the tests and read their JUnit report; a report that contradicts the run is flagged as tampered.
 
     ``command`` replaces ``tests.command`` (the test-evidence step runs only the patch's own tests).
+    With a ``harness`` (see :func:`start_harness`), the canaries are taken out of the evidence and the
+    run is checked against the harness record and, for a candidate run, against the ``base`` run.
     """
     command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
+    env = task.candidate_env()
+    against = base.harness if base is not None else None
+    if harness is not None:
+        env = _with_harness(env, harness.install(sandbox, against))
     started = time.time()
-    result = sandbox.run(command, env=task.candidate_env(), timeout=task.tests.timeout)
+    result = sandbox.run(command, env=env, timeout=task.tests.timeout)
     evidence = TestRunEvidence(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
@@ -56,14 +86,55 @@ def run_test_command(task: TaskSpec, sandbox: Sandbox, command: str | None = Non
         cases = parse_junit(data)
     except JUnitError as exc:
         return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
-    evidence = evidence.model_copy(
-        update={
-            "junit_found": True,
-            "cases": cases,
-            "outcomes": outcomes_for(test_ids(task), cases),
-        }
+    evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
+    if harness is not None:
+        evidence = _harness_check(task, sandbox, harness, evidence, data, against)
+    return evidence.model_copy(update={"outcomes": outcomes_for(test_ids(task), evidence.cases)})
+
+
+def _with_harness(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """The task's variables plus the harness's; the task's own ``PYTHONPATH``/``PYTEST_ADDOPTS`` are kept."""
+    merged = dict(env)
+    for key, value in extra.items():
+        if key == "PYTHONPATH" and env.get(key):
+            value = f"{value}:{env[key]}"
+        elif key == "PYTEST_ADDOPTS" and env.get(key):
+            value = f"{env[key]} {value}"
+        merged[key] = value
+    return merged
+
+
+def _harness_check(
+    task: TaskSpec,
+    sandbox: Sandbox,
+    harness: Harness,
+    evidence: TestRunEvidence,
+    junit: bytes,
+    against: HarnessSummary | None,
+) -> TestRunEvidence:
+    """Canaries out of the cases; the base's summary recorded, or a candidate's run checked against it."""
+    record = read_record(sandbox, harness)
+    cases = [c for c in evidence.cases if not harness.is_canary(c)]
+    update: dict[str, object] = {"cases": cases}
+    if against is None:
+        if record is not None:
+            update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace)
+        return evidence.model_copy(update=update)
+    ids = test_ids(task)
+    facts = RunFacts(
+        exit_code=evidence.exit_code,
+        junit=junit,
+        cases=evidence.cases,
+        junit_outcomes=dict(outcomes_for(ids, evidence.cases)),
+        record_outcomes=dict(outcomes_for(ids, record_cases(record))) if record else {},
+        workspace=sandbox.workspace,
     )
-    return _cross_check(evidence, mtime, started)
+    problems = check_run(harness, record, facts, against)
+    if record is not None:
+        update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace)
+    if problems and not evidence.junit_tampered:
+        update.update(junit_tampered=True, junit_error="; ".join(problems))
+    return evidence.model_copy(update=update)
 
 
 def _cross_check(evidence: TestRunEvidence, mtime: float, started: float) -> TestRunEvidence:

@@ -26,7 +26,7 @@ from gradeflow.sandbox.base import Sandbox, SandboxFactory
 from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._repo import BaseRef, materialize
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._testrun import require_report, run_setup, run_test_command
+from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 
 __all__ = [
     "Baseline",
@@ -50,9 +50,14 @@ class Baseline(BaseModel):
     """The test command on the pristine base with hidden tests injected."""
 
 
+BASELINE_FORMAT = 2
+"""Bumped whenever what a baseline holds changes (2: the harness summary), so no older cached one is served."""
+
+
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
-    """Task id, base revision, environment and gradeflow version (and the spec's own hash)."""
-    digest = hashlib.sha256(f"{fingerprint.key()}|{task_spec.spec_hash()}".encode()).hexdigest()[:16]
+    """Task id, base revision, environment, gradeflow version, the spec's own hash and the baseline format."""
+    material = f"{BASELINE_FORMAT}|{fingerprint.key()}|{task_spec.spec_hash()}"
+    digest = hashlib.sha256(material.encode()).hexdigest()[:16]
     return f"{task_spec.task_id}-{base.revision[:12]}-{digest}"
 
 
@@ -102,8 +107,10 @@ def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory
     """Set up and test a throwaway copy of the pristine base (hidden tests injected)."""
     workspace = working_copy(pristine)
     try:
+        harness = start_harness(task_spec, workspace, None, None)
         with set_up_sandbox(task_spec, workspace, sandboxes, "on the pristine base") as sandbox:
-            return require_report(run_test_command(task_spec, sandbox), f"task {task_spec.task_id} base")
+            evidence = run_test_command(task_spec, sandbox, harness=harness)
+            return require_report(evidence, f"task {task_spec.task_id} base")
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
 

@@ -11,8 +11,9 @@ from pydantic import BaseModel, Field
 
 from gradeflow.errors import SubmissionError
 from gradeflow.models import ChangedFile, Submission, TaskSpec
+from gradeflow.tasks._diff import added_by_path
 from gradeflow.tasks._files import HostWorkspace
-from gradeflow.tasks._patching import added_lines, apply_patch, changed_files, graded_patch, stage_checkout
+from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
 from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
 
 __all__ = ["Snapshot", "discard", "take_snapshot"]
@@ -26,6 +27,7 @@ class Snapshot(BaseModel):
     patch: str = ""
     changes: list[ChangedFile] = Field(default_factory=list)
     added: dict[str, list[str]] = Field(default_factory=dict)
+    """The lines the patch adds, keyed by the real path after the patch (as in ``changes``)."""
     refusal: str | None = None
     """Reason code when the patch could not be graded (``patch-does-not-apply``, ``path-escape``)."""
     message: str = ""
@@ -52,7 +54,8 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
         discard(workspace)
         return Snapshot(workspace=None, patch=submission.patch or "", refusal=exc.reason_code, message=str(exc))
     patch = graded_patch(workspace)
-    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch))
+    added = {path: [text for _, text in lines] for path, lines in added_by_path(patch.encode()).items()}
+    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added)
 
 
 def discard(workspace: Path | None) -> None:

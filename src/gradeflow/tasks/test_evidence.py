@@ -1,9 +1,9 @@
 """Task: run the patch's own tests on the pristine base and on the candidate, then grade that evidence.
 
-It runs before the tests step, which restores protected files and the patch's test files to the base:
-here the candidate workspace still holds them. Two runs, each after the task's setup command:
+Two runs, each on a fresh tree after the task's setup command, with gradeflow's pytest harness:
 
-* the candidate workspace as the patch left it (hidden tests are not injected);
+* a copy of the candidate as the patch left it, its test infrastructure (configuration, code loaders)
+  sealed to the base (hidden tests are not injected);
 * a fresh copy of the pristine base with only the patch's test files (``tests.test_files`` it adds or
   changes, ``conftest.py`` included) copied in.
 
@@ -33,8 +33,9 @@ from gradeflow.graders.test_evidence import PatchTestsEvidence, TestEvidenceGrad
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._sealing import seal_infrastructure
 from gradeflow.tasks._sources import file_functions
-from gradeflow.tasks._testrun import run_setup, run_test_command
+from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
@@ -73,12 +74,29 @@ def evidence_command(task_spec: TaskSpec, selected: list[str]) -> str:
     return f"{task_spec.tests.command} {quoted}"
 
 
-def _run(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory, command: str) -> TestRunEvidence:
-    with sandboxes.open(workspace) as sandbox:
+def _run(
+    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, command: str, base: TestRunEvidence
+) -> TestRunEvidence:
+    """Setup, then ``command`` with the harness (checked against the base run) in a sandbox over ``tree``."""
+    harness = start_harness(task_spec, tree, command, base)
+    with sandboxes.open(tree) as sandbox:
         setup = run_setup(task_spec, sandbox)
         if setup is not None and not setup.ok:
             return TestRunEvidence(exit_code=setup.exit_code, timed_out=setup.timed_out, setup_failed=True)
-        return run_test_command(task_spec, sandbox, command)
+        return run_test_command(task_spec, sandbox, command, harness=harness, base=base)
+
+
+def _candidate_run(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, command: str
+) -> TestRunEvidence:
+    """The command on a fresh copy of the candidate, its test infrastructure sealed to the base."""
+    assert snapshot.workspace is not None
+    tree = working_copy(snapshot.workspace)
+    try:
+        seal_infrastructure(task_spec, snapshot.changes, tree, baseline.pristine)
+        return _run(task_spec, tree, sandboxes, command, baseline.tests)
+    finally:
+        shutil.rmtree(tree.parent, ignore_errors=True)
 
 
 def _base_run(
@@ -93,7 +111,7 @@ def _base_run(
             if source.is_file() and not source.is_symlink():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        return _run(task_spec, copy, sandboxes, command)
+        return _run(task_spec, copy, sandboxes, command, baseline.tests)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 
@@ -115,7 +133,7 @@ def check_test_evidence(
     evidence = PatchTestsEvidence(files=files, selected=selected)
     if selected:
         command = evidence_command(task_spec, selected)
-        evidence.candidate = _run(task_spec, snapshot.workspace, sandboxes, command)
+        evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, command)
         evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, command)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), patch_tests=evidence)
     return safe_grade(TestEvidenceGrader(), context)

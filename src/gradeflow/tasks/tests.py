@@ -1,9 +1,8 @@
-"""Task: restore protected files, inject hidden tests, run the tests, score them."""
+"""Task: the acceptance run on a fresh, sealed tree (hidden tests injected, harness loaded), scored."""
 
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 from prefect import task
@@ -11,20 +10,20 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from gradeflow.evidence import TestRunEvidence
-from gradeflow.globs import matches_any
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
-from gradeflow.models import GradeComponent, TaskSpec
+from gradeflow.models import GradeComponent, GradeResult, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks._files import inject_tree, remove_injected, restore_from
+from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._testrun import run_setup, run_test_command
-from gradeflow.tasks.baseline import Baseline
+from gradeflow.tasks._sealing import seal_acceptance_tree
+from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
+from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["TestsOutcome", "run_tests"]
+__all__ = ["TestsOutcome", "run_tests", "withhold_hidden_details", "withhold_hidden_timings"]
 
 
 class TestsOutcome(BaseModel):
@@ -35,6 +34,7 @@ class TestsOutcome(BaseModel):
     component: GradeComponent
     evidence: TestRunEvidence
     restored: list[str]
+    """Paths reset to the base before the run (``component.details["sealed"]`` says why)."""
 
 
 @task(
@@ -45,41 +45,89 @@ class TestsOutcome(BaseModel):
     retry_condition_fn=retry_on_infra,
 )
 def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory) -> TestsOutcome:
-    workspace = snapshot.workspace
-    assert workspace is not None
-    touched = [p for c in snapshot.changes for p in (c.path, c.old_path) if p]
-    # The patch's own test files go too: they had their run in the test-evidence step, and code in
-    # them must not reach the acceptance tests (pytest imports every collected module in one process).
-    keep_out = [*protected_globs(task_spec), *task_spec.tests.test_files]
-    restored = restore_from(baseline.pristine, workspace, [p for p in touched if matches_any(p, keep_out)])
-    evidence = candidate_test_run(task_spec, workspace, sandboxes)
-    context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
-    component = safe_grade(TestGrader(), context)
-    if restored:
-        component.messages.append(f"restored to base before the run: {', '.join(restored)}")
-    return TestsOutcome(component=component, evidence=evidence, restored=restored)
-
-
-def candidate_test_run(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory) -> TestRunEvidence:
-    """Setup and tests in a sandbox over ``workspace``, hidden tests present only for the run."""
-    backup = Path(tempfile.mkdtemp(prefix="gradeflow-hidden-"))
-    injected: list[str] = []
+    """The acceptance run, on a fresh copy of base + patch sealed to the base's test harness."""
+    assert snapshot.workspace is not None
+    tree = working_copy(snapshot.workspace)
     try:
-        if task_spec.tests.hidden:
-            try:
-                injected = inject_tree(Path(task_spec.tests.hidden), workspace, backup)
-            except OSError as exc:
-                return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
-        with sandboxes.open(workspace) as sandbox:
-            setup = run_setup(task_spec, sandbox)
-            if setup is not None and not setup.ok:
-                return TestRunEvidence(
-                    exit_code=setup.exit_code,
-                    timed_out=setup.timed_out,
-                    setup_failed=True,
-                    output_tail=(setup.stdout + setup.stderr)[-2000:],
-                )
-            return run_test_command(task_spec, sandbox)
+        sealed = seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
+        evidence = candidate_test_run(task_spec, tree, sandboxes, baseline.tests)
     finally:
-        remove_injected(workspace, injected, backup)
-        shutil.rmtree(backup, ignore_errors=True)
+        shutil.rmtree(tree.parent, ignore_errors=True)
+    context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
+    component = withhold_hidden_details(task_spec, safe_grade(TestGrader(), context))
+    component.details["sealed"] = sealed
+    component.details["canaries"] = (
+        "checked" if baseline.tests.harness and baseline.tests.harness.canaries else "unsupported"
+    )
+    if sealed:
+        component.messages.append(f"reset to the base before the run: {', '.join(sorted(sealed))}")
+    return TestsOutcome(component=component, evidence=evidence, restored=sorted(sealed))
+
+
+def candidate_test_run(
+    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, base: TestRunEvidence
+) -> TestRunEvidence:
+    """Hidden tests injected into ``tree`` (a disposable copy), then setup and the harnessed tests in a sandbox."""
+    if task_spec.tests.hidden:
+        try:
+            inject_tree(Path(task_spec.tests.hidden), tree, tree.parent / "hidden-backup")
+        except OSError as exc:
+            return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
+    harness = start_harness(task_spec, tree, None, base)
+    with sandboxes.open(tree) as sandbox:
+        setup = run_setup(task_spec, sandbox)
+        if setup is not None and not setup.ok:
+            return TestRunEvidence(
+                exit_code=setup.exit_code,
+                timed_out=setup.timed_out,
+                setup_failed=True,
+                output_tail=(setup.stdout + setup.stderr)[-2000:],
+            )
+        return run_test_command(task_spec, sandbox, harness=harness, base=base)
+
+
+def _withholds(task_spec: TaskSpec) -> bool:
+    return bool(task_spec.tests.hidden) and not task_spec.tests.publish_hidden_details
+
+
+def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> GradeComponent:
+    """The tests component as published when the task has hidden tests (unless ``tests.publish_hidden_details``).
+
+    It keeps its score, passed flag and reason codes, says ``passed`` or ``failed`` per declared test id
+    (and how many of each), and nothing else the candidate's code could steer: no exit code, no counts
+    of other test cases, no duration, no message from the run. Otherwise ``component`` is returned as is.
+    """
+    if not _withholds(task_spec):
+        return component
+    broken = set(component.details.get("broken", []))
+    declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
+    verdicts = {
+        "fail_to_pass": {test: _verdict(outcome == "passed") for test, outcome in declared["fail_to_pass"].items()},
+        "pass_to_pass": {test: _verdict(test not in broken) for test in declared["pass_to_pass"]},
+        "quarantined": {test: _verdict(outcome == "passed") for test, outcome in declared["quarantined"].items()},
+    }
+    scored = [*verdicts["fail_to_pass"].values(), *verdicts["pass_to_pass"].values()]
+    messages = [
+        f"{kind} {test} failed"
+        for kind in ("fail_to_pass", "pass_to_pass")
+        for test, v in verdicts[kind].items()
+        if v == "failed"
+    ]
+    details = {
+        **verdicts,
+        "broken": sorted(broken),
+        "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
+        "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",
+    }
+    return component.model_copy(update={"details": details, "messages": messages})
+
+
+def _verdict(passed: bool) -> str:
+    return "passed" if passed else "failed"
+
+
+def withhold_hidden_timings(task_spec: TaskSpec, result: GradeResult) -> GradeResult:
+    """``result`` without the tests step's duration when the task withholds its hidden-test details."""
+    if not _withholds(task_spec) or "tests" not in result.timings:
+        return result
+    return result.model_copy(update={"timings": {k: v for k, v in result.timings.items() if k != "tests"}})

@@ -1,0 +1,253 @@
+"""gradeflow's own part of every pytest run: a plugin loaded by path and two canary tests.
+
+Each run gets a fresh nonce. The plugin (``gradeflow/data/pytest_harness.py.txt``) is copied into the
+sandbox's harness folder, outside the repository, under a module name with the nonce, and loaded with
+``-p`` through ``PYTEST_ADDOPTS``. It writes a record next to the report: the plugins loaded, what was
+collected, how each test's call ended before any report hook could rewrite it, pytest's own exit
+status and the hash of the JUnit report as pytest wrote it. The canaries (one must pass, one must fail)
+are written into the tree beside the task's tests, named like them, and added to the session whatever
+paths, ``-k`` or ``-x`` the command uses.
+
+A candidate run loads exactly the pytest plugins the base run loaded: autoload is off and the base's
+entry-point plugins are named with ``-p``; the record then shows any other plugin file that loaded.
+:func:`check_run` lists every way the run disagrees with the record (``junit-tampered``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, Field, ValidationError
+
+from gradeflow.evidence import HarnessSummary, PluginRef, TestCaseResult
+from gradeflow.models import TaskSpec
+from gradeflow.sandbox.base import Sandbox
+from gradeflow.testids import file_of_test_id
+
+__all__ = [
+    "Harness",
+    "HarnessRecord",
+    "RunFacts",
+    "check_run",
+    "harness_applies",
+    "read_record",
+    "record_cases",
+    "summarize",
+]
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+_WORDS = ("value", "parse", "result", "empty", "order", "format", "limit", "default", "config", "round")
+
+
+class HarnessRecord(BaseModel):
+    """What the plugin wrote (untrusted: the candidate's code ran in the same process)."""
+
+    nonce: str
+    started: float = 0.0
+    plugins: list[dict[str, str | None]] = Field(default_factory=list)
+    entrypoint_modules: list[str] = Field(default_factory=list)
+    collected: list[str] = Field(default_factory=list)
+    calls: dict[str, str] = Field(default_factory=dict)
+    exitstatus: int | None = None
+    junit_sha256: str | None = None
+    finished: bool = False
+
+
+def harness_applies(command: str) -> bool:
+    """Whether the command runs pytest (the only runner the harness supports)."""
+    return "pytest" in command or "py.test" in command
+
+
+@dataclass(frozen=True)
+class Harness:
+    """One run's plugin module, canary file and canary names."""
+
+    nonce: str
+    canary_file: str
+    """Repository-relative path of the canary test file."""
+    must_pass: str
+    must_fail: str
+
+    @classmethod
+    def fresh(cls, task_spec: TaskSpec, tree: Path) -> Harness:
+        """A new nonce, and canary names shaped like the task's own tests, in their folder."""
+        nonce = secrets.token_hex(4)
+        folder, stem = _canary_home(task_spec, tree)
+        first, second = secrets.SystemRandom().sample(_WORDS, 2)
+        name = f"{stem}_{first}_{nonce[:4]}.py" if stem else f"test_{first}_{nonce[:4]}.py"
+        return cls(
+            nonce=nonce,
+            canary_file=str(PurePosixPath(folder, name)) if folder else name,
+            must_pass=f"test_{first}_{nonce[4:]}",
+            must_fail=f"test_{second}_{nonce[4:]}",
+        )
+
+    @property
+    def module(self) -> str:
+        return f"_gradeflow_{self.nonce}"
+
+    @property
+    def record_name(self) -> str:
+        return f"harness-{self.nonce}.json"
+
+    def write_canaries(self, tree: Path) -> None:
+        """Write the canary file into ``tree``; before the sandbox opens, which may copy the tree."""
+        (tree / self.canary_file).parent.mkdir(parents=True, exist_ok=True)
+        (tree / self.canary_file).write_text(self._canary_source())
+
+    def install(self, sandbox: Sandbox, base: HarnessSummary | None) -> dict[str, str]:
+        """Put the plugin into the sandbox; the variables the run needs.
+
+        ``base`` is the base run's summary: given, autoload is off and only its plugins load.
+        """
+        workspace = sandbox.workspace.rstrip("/")
+        config = {
+            "nonce": self.nonce,
+            "record": sandbox.output_path(self.record_name),
+            "canary_file": f"{workspace}/{self.canary_file}",
+            "canaries": [self.must_pass, self.must_fail],
+            "must_fail": self.must_fail,
+        }
+        template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
+        source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
+        folder = sandbox.install_harness({f"{self.module}.py": source.encode()})
+        options = [f"-p {self.module}"]
+        env = {"PYTHONPATH": folder}
+        if base is not None:
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            options += [f"-p {module}" for module in base.entrypoint_modules]
+        env["PYTEST_ADDOPTS"] = " ".join(options)
+        return env
+
+    def remove(self, tree: Path) -> None:
+        """Take the canary file out of the tree again."""
+        (tree / self.canary_file).unlink(missing_ok=True)
+
+    def is_canary(self, case: TestCaseResult) -> bool:
+        return case.name in (self.must_pass, self.must_fail)
+
+    def _canary_source(self) -> str:
+        n = int(self.nonce, 16) % 9000 + 1000
+        total = n * (n - 1) // 2
+        return (
+            f"def {self.must_pass}():\n    assert sum(range({n})) == {total}\n\n\n"
+            f"def {self.must_fail}():\n    assert sum(range({n})) == {total + 1}\n"
+        )
+
+
+def _canary_home(task_spec: TaskSpec, tree: Path) -> tuple[str, str]:
+    """The folder of the task's first test file and that file's stem (``tests``, ``test_calc``)."""
+    spec = task_spec.tests
+    for test_id in [*spec.fail_to_pass, *spec.pass_to_pass]:
+        path = file_of_test_id(test_id)
+        if path and (tree / path).is_file():
+            pure = PurePosixPath(path)
+            return ("" if str(pure.parent) == "." else str(pure.parent)), pure.stem
+    for folder in ("tests", "test", "testing"):
+        if (tree / folder).is_dir():
+            return folder, ""
+    return "", ""
+
+
+def read_record(sandbox: Sandbox, harness: Harness) -> HarnessRecord | None:
+    """The plugin's record of this run, or ``None`` when absent or unreadable."""
+    try:
+        found = sandbox.read_output(harness.record_name, MAX_RECORD_BYTES)
+    except ValueError:
+        return None
+    if found is None:
+        return None
+    try:
+        record = HarnessRecord.model_validate_json(found[0])
+    except ValidationError:
+        return None
+    return record if record.nonce == harness.nonce else None
+
+
+def summarize(record: HarnessRecord, harness: Harness, cases: list[TestCaseResult], workspace: str) -> HarnessSummary:
+    """The plugins the run loaded and whether the canaries behaved, for later runs to be checked against."""
+    return HarnessSummary(
+        plugins=_plugins(record, harness, workspace),
+        entrypoint_modules=sorted(set(record.entrypoint_modules)),
+        canaries=not _canary_problems(harness, cases),
+    )
+
+
+def _plugins(record: HarnessRecord, harness: Harness, workspace: str) -> list[PluginRef]:
+    prefix = workspace.rstrip("/") + "/"
+    found: dict[tuple[str, str | None], PluginRef] = {}
+    for entry in record.plugins:
+        module, file = entry.get("module") or "", entry.get("file")
+        if module == harness.module or (file and PurePosixPath(file).name == "conftest.py"):
+            continue  # conftest files are sealed with the tree, not here
+        if file and file.startswith(prefix):
+            file = "./" + file[len(prefix) :]
+        found[(module, file)] = PluginRef(module=module, file=file)
+    return sorted(found.values(), key=lambda p: (p.module, p.file or ""))
+
+
+def _canary_problems(harness: Harness, cases: list[TestCaseResult]) -> list[str]:
+    outcome = {c.name: c.outcome for c in cases if harness.is_canary(c)}
+    problems = []
+    if outcome.get(harness.must_pass) != "passed":
+        problems.append(f"a grader-owned test that must pass is {outcome.get(harness.must_pass, 'missing')}")
+    if outcome.get(harness.must_fail) != "failed":
+        problems.append(f"a grader-owned test that must fail is {outcome.get(harness.must_fail, 'missing')}")
+    return problems
+
+
+def record_cases(record: HarnessRecord) -> list[TestCaseResult]:
+    """The record's calls as testcases, named the way pytest's JUnit writer names node ids."""
+    cases = []
+    for nodeid, call in record.calls.items():
+        path, _, rest = nodeid.partition("::")
+        parts = rest.split("::") if rest else []
+        if not parts:
+            continue
+        module = path[:-3] if path.endswith(".py") else path
+        classname = ".".join([module.replace("/", "."), *parts[:-1]])
+        outcome = {"ok": "passed", "skipped": "skipped"}.get(call, "failed")
+        cases.append(TestCaseResult(classname=classname, name=parts[-1], file=path, outcome=outcome))  # type: ignore[arg-type]
+    return cases
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the grader saw of one run, outside the test process."""
+
+    exit_code: int | None
+    junit: bytes
+    cases: list[TestCaseResult]
+    junit_outcomes: dict[str, str]
+    record_outcomes: dict[str, str]
+    workspace: str
+
+
+def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, base: HarnessSummary) -> list[str]:
+    """Every way a candidate run disagrees with its harness record and the base; empty when none."""
+    if record is None:
+        return ["gradeflow's pytest harness left no record: the run did not go through it"]
+    problems = []
+    if not record.finished:
+        problems.append("the test process ended before pytest finished (the harness never saw the session end)")
+    if record.junit_sha256 != hashlib.sha256(facts.junit).hexdigest():
+        problems.append("the JUnit report differs from the one pytest wrote")
+    if base.canaries:
+        problems += _canary_problems(harness, facts.cases)
+    if record.exitstatus not in (None, 0) and facts.exit_code == 0:
+        problems.append(f"pytest ended with status {record.exitstatus} but the command exited 0")
+    forged = [t for t, o in facts.junit_outcomes.items() if o == "passed" and facts.record_outcomes.get(t) != "passed"]
+    if forged:
+        shown = ", ".join(forged[:3]) + (" …" if len(forged) > 3 else "")
+        problems.append(f"reported passed but the test call did not pass: {shown}")
+    known = {(p.module, p.file) for p in base.plugins}
+    extra = [p for p in _plugins(record, harness, facts.workspace) if (p.module, p.file) not in known]
+    if extra:
+        names = ", ".join(f"{p.module} ({p.file})" for p in extra[:3])
+        problems.append(f"pytest plugins the base did not load were loaded: {names}")
+    return problems

@@ -1,0 +1,132 @@
+"""Sealing a fresh tree for a test run: the test harness is the base's, whatever the patch did to it.
+
+What is sealed (reset to the base in every run's tree):
+
+* **test folders**: every folder holding a test file the task's ids name or one matching
+  ``tests.test_files`` on the base, when the folder is a tests folder by name (a ``test``/``tests``/
+  ``testing`` part, or ``test_*``/``*_tests``), helpers and ``__init__.py`` included. Test files that
+  sit beside the source are reset one by one instead. Test files and ``conftest.py`` files the patch
+  adds anywhere are removed from the acceptance run.
+* **test configuration and code loaders** (:data:`INFRASTRUCTURE`, plus ``tests.infrastructure``):
+  whole files, and in ``pyproject.toml``, ``setup.cfg``, ``tox.ini`` and ``package.json`` only the
+  test-related sections (:data:`SECTIONS`). A patch that edits any of them fails the
+  ``test_infrastructure`` gate, except files the task lists in ``tests.infrastructure_editable``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path, PurePosixPath
+
+from gradeflow.evidence import InfrastructureEdit as InfraEdit
+from gradeflow.globs import matches_any
+from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.tasks._files import list_files, restore_from
+from gradeflow.tasks._sections import SECTIONS, sections_differ, splice_sections
+from gradeflow.testids import file_of_test_id
+
+__all__ = ["INFRASTRUCTURE", "infrastructure_edits", "seal_acceptance_tree", "seal_infrastructure"]
+
+INFRASTRUCTURE: tuple[str, ...] = (
+    "**/pytest.ini",
+    "**/.pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.toml",
+    "**/*.dist-info/**",
+    "**/*.egg-info/**",
+    "**/*.egg-link",
+    "**/*.pth",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/vitest.workspace.*",
+    "**/.mocharc*",
+)
+"""Whole files that configure a test runner or load code without being imported."""
+
+_TEST_PARTS = {"test", "tests", "testing"}
+_RUNNER_FILES = {"make": ("Makefile", "makefile", "GNUmakefile"), "tox": ("tox.ini",), "nox": ("noxfile.py",)}
+
+
+def _whole_globs(task_spec: TaskSpec) -> list[str]:
+    return [*INFRASTRUCTURE, *task_spec.tests.infrastructure, *_command_files(task_spec.tests.command)]
+
+
+def _command_files(command: str) -> list[str]:
+    """Repository files the test command itself runs (its script, the Makefile of ``make``)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    found: list[str] = []
+    for index, word in enumerate(words):
+        if index == 0 and word in _RUNNER_FILES:
+            found += _RUNNER_FILES[word]
+        elif "{" not in word and not word.startswith("-") and PurePosixPath(word).suffix in (".py", ".sh", ".cfg"):
+            found.append(word.removeprefix("./"))
+    return found
+
+
+def infrastructure_edits(
+    task_spec: TaskSpec, changes: list[ChangedFile], tree: Path, pristine: Path
+) -> list[InfraEdit]:
+    """The test infrastructure the patch changed (``tree`` is the base plus the patch), editable files left out."""
+    whole = _whole_globs(task_spec)
+    edits: list[InfraEdit] = []
+    for path in sorted({p for c in changes for p in (c.path, c.old_path) if p}):
+        if matches_any(path, task_spec.tests.infrastructure_editable):
+            continue
+        if matches_any(path, whole):
+            edits.append(InfraEdit(path=path, what="file"))
+        elif PurePosixPath(path).name in SECTIONS:
+            edits += [InfraEdit(path=path, what=what) for what in sections_differ(tree / path, pristine / path)]
+    return edits
+
+
+def seal_infrastructure(task_spec: TaskSpec, changes: list[ChangedFile], tree: Path, pristine: Path) -> dict[str, str]:
+    """Reset the infrastructure the patch changed in ``tree``; what was reset and why."""
+    sealed: dict[str, str] = {}
+    edits = infrastructure_edits(task_spec, changes, tree, pristine)
+    whole = [e.path for e in edits if e.what == "file"]
+    for path in restore_from(pristine, tree, whole):
+        sealed[path] = "test infrastructure"
+    for path in sorted({e.path for e in edits if e.what != "file"}):
+        if not splice_sections(tree / path, pristine / path):
+            restore_from(pristine, tree, [path])
+        sealed[path] = "test configuration sections"
+    return sealed
+
+
+def seal_acceptance_tree(
+    task_spec: TaskSpec, changes: list[ChangedFile], tree: Path, pristine: Path, protected: list[str]
+) -> dict[str, str]:
+    """Seal ``tree`` for the acceptance run: infrastructure, test folders, the patch's test files."""
+    sealed = seal_infrastructure(task_spec, changes, tree, pristine)
+    folders = folders_to_seal(task_spec, pristine)
+    harness_files = [*task_spec.tests.test_files, "**/conftest.py", *protected]
+    reset = []
+    for path in sorted({p for c in changes for p in (c.path, c.old_path) if p} - set(sealed)):
+        if any(PurePosixPath(path).is_relative_to(folder) for folder in folders):
+            reset.append((path, "test folder"))
+        elif matches_any(path, harness_files):
+            reset.append((path, "test file"))
+    restored = set(restore_from(pristine, tree, [p for p, _ in reset]))
+    sealed.update((p, why) for p, why in reset if p in restored)
+    return sealed
+
+
+def folders_to_seal(task_spec: TaskSpec, pristine: Path) -> list[str]:
+    """Folders reset whole: those holding the task's test files that are tests folders by name."""
+    named = [file_of_test_id(t) for t in [*task_spec.tests.fail_to_pass, *task_spec.tests.pass_to_pass]]
+    files = {f for f in named if f} | set(list_files(pristine, task_spec.tests.test_files))
+    tests = sorted({folder for f in files if (folder := _tests_folder(PurePosixPath(f).parent))})
+    return [f for f in tests if not any(f != o and PurePosixPath(f).is_relative_to(o) for o in tests)]
+
+
+def _tests_folder(folder: PurePosixPath) -> str | None:
+    """The outermost tests folder by name that holds ``folder`` (``src/pkg/tests/unit`` → ``src/pkg/tests``)."""
+    for index, part in enumerate(folder.parts):
+        if part in _TEST_PARTS or part.startswith(("test_", "tests_")) or part.endswith(("_test", "_tests")):
+            return str(PurePosixPath(*folder.parts[: index + 1]))
+    return None

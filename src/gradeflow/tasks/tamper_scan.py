@@ -1,0 +1,166 @@
+"""Task: the tamper scan of the patch (added code that reaches into the test machinery), then its gate.
+
+Scanned are the changed files that are not test files (``tests.test_files``): Python sources, and the
+files that load code without being imported: ``*.pth``, ``entry_points.txt``, ``setup.cfg`` and
+``pyproject.toml`` (for ``pytest11`` entry points); a changed ``sitecustomize.py`` or
+``usercustomize.py`` is itself a finding. Only what the patch adds counts: a finding is keyed by its
+kind and detail, and a key the base's version of the file holds n times is forgiven n times (findings
+on lines the patch did not add first). A new file compares with nothing. A file that cannot be read
+(binary, over ``MAX_READ_BYTES``) or parsed is listed as skipped, not reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from gradeflow.evidence import TamperEvidence, TamperFinding
+from gradeflow.globs import matches_any
+from gradeflow.graders._functions import touched_lines
+from gradeflow.graders.base import GradingContext
+from gradeflow.graders.composite import safe_grade
+from gradeflow.graders.tamper import TamperGrader
+from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.tasks._files import MAX_READ_BYTES
+from gradeflow.tasks._tamper_ast import scan_python
+from gradeflow.tasks.baseline import Baseline
+from gradeflow.tasks.snapshot import Snapshot
+
+__all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch"]
+
+_STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
+_ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
+
+
+@task(name="tamper", cache_policy=NO_CACHE)
+def check_tamper(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) -> GradeComponent:
+    """The tamper gate: the patch's findings against the pristine base."""
+    evidence = scan_patch(task_spec, snapshot, baseline.pristine)
+    return safe_grade(TamperGrader(evidence), GradingContext(task=task_spec, workspace=snapshot.view()))
+
+
+def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> TamperEvidence:
+    """The findings the patch adds to its changed non-test files (the base's are left out)."""
+    if snapshot.workspace is None:
+        raise ValueError("a refused submission has no workspace to scan")
+    added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
+    evidence = TamperEvidence()
+    for change in snapshot.changes:
+        if change.status == "removed" or not _scanned_type(change.path):
+            continue
+        if matches_any(change.path, task_spec.tests.test_files):
+            continue
+        found = None if change.binary else _read_and_scan(snapshot.workspace, change.path)
+        if found is None:
+            evidence.files_skipped.append(change.path)
+            continue
+        evidence.files_scanned.append(change.path)
+        before = _base_findings(change, pristine)
+        evidence.findings += added_findings(found, before, added_at.get(change.path, set()))
+    return evidence
+
+
+def scan_file(path: str, data: bytes) -> list[TamperFinding] | None:
+    """All findings in one file's content (none for a type the scan does not read); ``None`` if unparsable."""
+    name = PurePosixPath(path).name
+    if name.endswith(".py"):
+        found = scan_python(path, data)
+        if name in _STARTUP_FILES:
+            found = [*(found or []), _startup_file(path, data)]
+        return found
+    text = data.decode("utf-8", errors="replace")
+    if name.endswith(".pth"):
+        return list(_pth_findings(path, text))
+    if name in _ENTRY_POINT_FILES:
+        return list(_entry_point_findings(path, text))
+    return []
+
+
+def added_findings(
+    candidate: list[TamperFinding], base: list[TamperFinding], added_lines: set[int] | None = None
+) -> list[TamperFinding]:
+    """The candidate's findings less those the base already had, counted per (kind, detail) key.
+
+    Findings on lines the patch did not add are forgiven first, so the ones reported are the new ones.
+    """
+    forgiven = Counter((f.kind, f.detail) for f in base)
+    added = set(added_lines or ())
+    kept = []
+    for finding in sorted(candidate, key=lambda f: (f.line in added, f.line)):
+        key = (finding.kind, finding.detail)
+        if forgiven[key] > 0:
+            forgiven[key] -= 1
+        else:
+            kept.append(finding)
+    return sorted(kept, key=lambda f: (f.line, f.kind, f.detail))
+
+
+def _scanned_type(path: str) -> bool:
+    name = PurePosixPath(path).name
+    return name.endswith((".py", ".pth")) or name in _ENTRY_POINT_FILES
+
+
+def _read(root: Path, path: str) -> bytes | None:
+    """A regular file under ``root`` (never through a link out of it), up to ``MAX_READ_BYTES``."""
+    target = (root / path).resolve()
+    try:
+        if not target.is_relative_to(root.resolve()) or not target.is_file():
+            return None
+        if target.stat().st_size > MAX_READ_BYTES:
+            return None
+        return target.read_bytes()
+    except OSError:
+        return None
+
+
+def _read_and_scan(root: Path, path: str) -> list[TamperFinding] | None:
+    data = _read(root, path)
+    return None if data is None else scan_file(path, data)
+
+
+def _base_findings(change: ChangedFile, pristine: Path) -> list[TamperFinding]:
+    """The findings of the base's version of a changed file (none for a new file)."""
+    if change.status == "added":
+        return []
+    return _read_and_scan(pristine, change.old_path or change.path) or []
+
+
+def _startup_file(path: str, data: bytes) -> TamperFinding:
+    name = PurePosixPath(path).name
+    digest = hashlib.sha256(data).hexdigest()[:12]
+    message = f"{name} runs at every interpreter start, before the tests and their harness"
+    # The content's hash is the detail, so any change to a startup file counts as added.
+    return TamperFinding(path=path, line=0, kind="startup-hook", detail=f"{name} {digest}", message=message)
+
+
+def _pth_findings(path: str, text: str) -> Iterator[TamperFinding]:
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("import ", "import\t")):
+            message = "an import line of a .pth file runs code at interpreter start"
+        else:
+            message = f"a .pth file adds {line[:80]!r} to sys.path at interpreter start"
+        yield TamperFinding(path=path, line=number, kind="startup-hook", detail=line[:200], message=message)
+
+
+def _entry_point_findings(path: str, text: str) -> Iterator[TamperFinding]:
+    """Lines declaring ``pytest11`` entry points: a ``[...pytest11]`` section, a ``pytest11 =`` key and its values."""
+    section = key = False
+    message = "declares a pytest11 entry point, which pytest loads as a plugin in every run"
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            section, key = "pytest11" in line, False
+        elif not raw[0].isspace():
+            key = line.split("=", 1)[0].strip().strip("\"'") == "pytest11"
+        if section or key or "pytest11" in line:
+            yield TamperFinding(path=path, line=number, kind="entry-points", detail=line[:200], message=message)

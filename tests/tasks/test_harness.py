@@ -1,0 +1,144 @@
+"""The harness check: a run whose report disagrees with the grader's plugin record is tampered."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from builders import make_task
+from gradeflow.evidence import HarnessSummary, PluginRef, TestCaseResult
+from gradeflow.models import TaskSpec
+from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, check_run, record_cases, summarize
+
+REPORT = b"<testsuites/>"
+HARNESS = Harness(
+    nonce="0badc0de",
+    canary_file="tests/test_calc_value_0bad.py",
+    must_pass="test_value_c0de",
+    must_fail="test_order_c0de",
+)
+BASE = HarnessSummary(plugins=[PluginRef(module="pytest_timeout", file="/venv/pytest_timeout.py")], canaries=True)
+
+
+def _case(name: str, outcome: str, classname: str = "tests.test_calc") -> TestCaseResult:
+    return TestCaseResult(classname=classname, name=name, file="tests/test_calc.py", outcome=outcome)  # type: ignore[arg-type]
+
+
+def _honest() -> tuple[HarnessRecord, RunFacts]:
+    record = HarnessRecord(
+        nonce=HARNESS.nonce,
+        plugins=[
+            {"module": "pytest_timeout", "file": "/venv/pytest_timeout.py"},
+            {"module": HARNESS.module, "file": "/harness/x.py"},
+            {"module": "tests/conftest.py", "file": "/ws/tests/conftest.py"},
+        ],
+        calls={"tests/test_calc.py::test_div": "ok"},
+        exitstatus=1,
+        junit_sha256=hashlib.sha256(REPORT).hexdigest(),
+        finished=True,
+    )
+    facts = RunFacts(
+        exit_code=1,
+        junit=REPORT,
+        cases=[_case("test_div", "passed"), _case(HARNESS.must_pass, "passed"), _case(HARNESS.must_fail, "failed")],
+        junit_outcomes={"tests/test_calc.py::test_div": "passed"},
+        record_outcomes={"tests/test_calc.py::test_div": "passed"},
+        workspace="/ws",
+    )
+    return record, facts
+
+
+def test_an_honest_run_has_no_problem() -> None:
+    record, facts = _honest()
+    assert check_run(HARNESS, record, facts, BASE) == []
+
+
+def _without_canary(facts: RunFacts, name: str) -> RunFacts:
+    return RunFacts(**{**facts.__dict__, "cases": [c for c in facts.cases if c.name != name]})
+
+
+@pytest.mark.parametrize(
+    ("forge", "problem"),
+    [
+        (lambda r, f: (None, f), "left no record"),
+        (lambda r, f: (r.model_copy(update={"finished": False}), f), "ended before pytest finished"),
+        (lambda r, f: (r, RunFacts(**{**f.__dict__, "junit": b"<testsuites></testsuites>"})), "differs from the one"),
+        (lambda r, f: (r, RunFacts(**{**f.__dict__, "exit_code": 0})), "but the command exited 0"),
+        (lambda r, f: (r, _without_canary(f, HARNESS.must_fail)), "must fail is missing"),
+        (lambda r, f: (r, _without_canary(f, HARNESS.must_pass)), "must pass is missing"),
+        (
+            lambda r, f: (
+                r,
+                RunFacts(**{**f.__dict__, "cases": [*f.cases[:2], _case(HARNESS.must_fail, "passed")]}),
+            ),
+            "must fail is passed",
+        ),
+        (
+            lambda r, f: (r, RunFacts(**{**f.__dict__, "record_outcomes": {"tests/test_calc.py::test_div": "failed"}})),
+            "reported passed but the test call did not pass: tests/test_calc.py::test_div",
+        ),
+        (
+            lambda r, f: (
+                r.model_copy(update={"plugins": [*r.plugins, {"module": "evil", "file": "/ws/src/evil.py"}]}),
+                f,
+            ),
+            "plugins the base did not load were loaded: evil (./src/evil.py)",
+        ),
+        (
+            lambda r, f: (
+                r.model_copy(update={"plugins": [{"module": "pytest_timeout", "file": "/ws/src/pytest_timeout.py"}]}),
+                f,
+            ),
+            "pytest_timeout (./src/pytest_timeout.py)",  # same name, another file: not the base's plugin
+        ),
+    ],
+)
+def test_each_forgery_is_named(forge, problem: str) -> None:
+    record, facts = forge(*_honest())
+    problems = check_run(HARNESS, record, facts, BASE)
+    assert any(problem in p for p in problems), problems
+
+
+def test_canaries_are_not_checked_when_the_base_could_not_run_them() -> None:
+    record, facts = _honest()
+    facts = _without_canary(_without_canary(facts, HARNESS.must_fail), HARNESS.must_pass)
+    assert check_run(HARNESS, record, facts, BASE.model_copy(update={"canaries": False})) == []
+
+
+def test_the_summary_drops_conftests_and_the_harness_and_sees_the_canaries() -> None:
+    record, facts = _honest()
+    summary = summarize(record, HARNESS, facts.cases, "/ws")
+    assert summary.plugins == BASE.plugins and summary.canaries
+    assert not summarize(record, HARNESS, facts.cases[:1], "/ws").canaries
+
+
+def test_record_cases_are_named_like_junit() -> None:
+    record = HarnessRecord(
+        nonce="x", calls={"tests/sub/test_a.py::TestK::test_m[1]": "ok", "tests/test_b.py::t": "failed"}
+    )
+    assert [(c.classname, c.name, c.outcome) for c in record_cases(record)] == [
+        ("tests.sub.test_a.TestK", "test_m[1]", "passed"),
+        ("tests.test_b", "t", "failed"),
+    ]
+
+
+def test_canaries_look_like_the_tasks_tests_and_change_every_run(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_calc.py").write_text("")
+    task = TaskSpec.model_validate(
+        make_task(
+            tests={"command": "pytest {junit}", "fail_to_pass": ["tests/test_calc.py::test_div"], "pass_to_pass": []}
+        )
+    )
+    first, second = Harness.fresh(task, tmp_path), Harness.fresh(task, tmp_path)
+    assert first.nonce != second.nonce and first.canary_file != second.canary_file
+    assert first.canary_file.startswith("tests/test_calc_") and first.canary_file.endswith(".py")
+    assert first.must_pass.startswith("test_") and first.must_fail.startswith("test_")
+    first.write_canaries(tmp_path)
+    source = (tmp_path / first.canary_file).read_text()
+    assert f"def {first.must_pass}():" in source and f"def {first.must_fail}():" in source
+    assert "gradeflow" not in source and "canary" not in source
+    first.remove(tmp_path)
+    assert not (tmp_path / first.canary_file).exists()

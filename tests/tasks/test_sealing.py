@@ -1,0 +1,237 @@
+"""Sealing a run's tree: test configuration, code loaders and test folders are the base's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builders import make_task
+from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.tasks._sealing import folders_to_seal, infrastructure_edits, seal_acceptance_tree
+from gradeflow.tasks._sections import sections_differ, splice_sections
+
+PYPROJECT = """[project]
+name = "calc"
+dependencies = []
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+
+[tool.ruff]
+line-length = 100
+"""
+
+
+def _task(**tests: object) -> TaskSpec:
+    spec = make_task()
+    spec["tests"] = {**spec["tests"], "fail_to_pass": ["tests/test_calc.py::test_div"], **tests}
+    return TaskSpec.model_validate(spec)
+
+
+def _trees(tmp_path: Path, base: dict[str, str], patch: dict[str, str | None]) -> tuple[Path, Path, list[ChangedFile]]:
+    """A pristine tree and a candidate tree (the base with ``patch`` applied: ``None`` deletes)."""
+    pristine, tree = tmp_path / "base", tmp_path / "tree"
+    for root, files in ((pristine, base), (tree, {**base, **patch})):
+        for path, text in files.items():
+            if text is None:
+                continue
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(text)
+    changes = [
+        ChangedFile(path=p, status="removed" if t is None else "modified" if p in base else "added")
+        for p, t in patch.items()
+    ]
+    return pristine, tree, changes
+
+
+BASE = {
+    "src/calc.py": "def div(a, b):\n    return a / b\n",
+    "tests/test_calc.py": "from helpers import one\n\ndef test_div():\n    assert one() == 1\n",
+    "tests/helpers.py": "def one():\n    return 1\n",
+    "pyproject.toml": PYPROJECT,
+    "setup.cfg": "[metadata]\nname = calc\n\n[tool:pytest]\naddopts = -q\n",
+    "tox.ini": "[tox]\nenvlist = py311\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "expected"),
+    [
+        ("pytest.ini", "[pytest]\naddopts = -p evil\n", [("pytest.ini", "file")]),
+        (".pytest.ini", "[pytest]\n", [(".pytest.ini", "file")]),
+        ("pytest.toml", "[pytest]\n", [("pytest.toml", "file")]),
+        ("tests/pytest.ini", "[pytest]\n", [("tests/pytest.ini", "file")]),
+        (
+            "src/evil-1.0.dist-info/entry_points.txt",
+            "[pytest11]\nx = evil\n",
+            [("src/evil-1.0.dist-info/entry_points.txt", "file")],
+        ),
+        ("evil.egg-info/entry_points.txt", "[pytest11]\nx = evil\n", [("evil.egg-info/entry_points.txt", "file")]),
+        ("src/evil.pth", "import evil\n", [("src/evil.pth", "file")]),
+        ("src/sitecustomize.py", "import evil\n", [("src/sitecustomize.py", "file")]),
+        ("usercustomize.py", "import evil\n", [("usercustomize.py", "file")]),
+        ("jest.config.js", "module.exports = {}\n", [("jest.config.js", "file")]),
+        (
+            "pyproject.toml",
+            PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "-p evil"'),
+            [("pyproject.toml", "[tool.pytest]")],
+        ),
+        (
+            "pyproject.toml",
+            PYPROJECT + '\n[project.entry-points.pytest11]\nevil = "calc.evil"\n',
+            [("pyproject.toml", "[project.entry-points.pytest11]")],
+        ),
+        ("setup.cfg", BASE["setup.cfg"].replace("-q", "-p evil"), [("setup.cfg", "[tool:pytest]")]),
+        ("tox.ini", BASE["tox.ini"] + "\n[pytest]\naddopts = -p evil\n", [("tox.ini", "[pytest]")]),
+        ("pyproject.toml", "[tool.pytest\nbroken", [("pyproject.toml", "file")]),
+        # The candidate's own tables in shared files are its to change.
+        ("pyproject.toml", PYPROJECT.replace("dependencies = []", 'dependencies = ["attrs"]'), []),
+        ("setup.cfg", BASE["setup.cfg"].replace("name = calc", "name = calc2"), []),
+        ("src/calc.py", "def div(a, b):\n    return a // b\n", []),
+    ],
+)
+def test_infrastructure_edits_name_the_file_and_section(
+    tmp_path: Path, path: str, text: str, expected: list[tuple[str, str]]
+) -> None:
+    pristine, tree, changes = _trees(tmp_path, BASE, {path: text})
+    edits = infrastructure_edits(_task(), changes, tree, pristine)
+    assert [(e.path, e.what) for e in edits] == expected
+
+
+def test_a_deleted_config_file_and_the_commands_own_script_count(tmp_path: Path) -> None:
+    base = {**BASE, "pytest.ini": "[pytest]\n", "run_tests.sh": "pytest\n"}
+    pristine, tree, changes = _trees(tmp_path, base, {"pytest.ini": None, "run_tests.sh": "exit 0\n"})
+    task = _task(command="bash run_tests.sh --junitxml={junit}")
+    assert [(e.path, e.what) for e in infrastructure_edits(task, changes, tree, pristine)] == [
+        ("pytest.ini", "file"),
+        ("run_tests.sh", "file"),
+    ]
+
+
+def test_editable_infrastructure_is_neither_an_edit_nor_sealed(tmp_path: Path) -> None:
+    pristine, tree, changes = _trees(tmp_path, BASE, {"pytest.ini": "[pytest]\n"})
+    task = _task(infrastructure_editable=["pytest.ini"])
+    assert infrastructure_edits(task, changes, tree, pristine) == []
+    assert seal_acceptance_tree(task, changes, tree, pristine, []) == {}
+    assert (tree / "pytest.ini").exists()
+
+
+def test_task_globs_extend_the_default_set(tmp_path: Path) -> None:
+    pristine, tree, changes = _trees(tmp_path, BASE, {"ci/runner.cfg": "x\n"})
+    assert infrastructure_edits(_task(), changes, tree, pristine) == []
+    edits = infrastructure_edits(_task(infrastructure=["ci/**"]), changes, tree, pristine)
+    assert [(e.path, e.what) for e in edits] == [("ci/runner.cfg", "file")]
+
+
+def test_the_acceptance_tree_is_sealed_whole(tmp_path: Path) -> None:
+    patch: dict[str, str | None] = {
+        "src/calc.py": "def div(a, b):\n    return 0\n",  # the candidate's change: kept
+        "tests/helpers.py": "def one():\n    return 2\n",  # a helper no test id names: reset
+        "tests/__init__.py": "import evil\n",  # a new file in a test folder: removed
+        "tests/test_calc.py": None,  # a deleted test file: restored
+        "conftest.py": "import evil\n",  # a new conftest beside the source: removed
+        "pytest.ini": "[pytest]\naddopts = -p evil\n",  # config: removed
+        "pyproject.toml": PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "-p evil"').replace(
+            "line-length = 100", "line-length = 90"
+        ),
+    }
+    pristine, tree, changes = _trees(tmp_path, BASE, patch)
+    sealed = seal_acceptance_tree(_task(), changes, tree, pristine, [])
+    assert sealed == {
+        "conftest.py": "test file",
+        "pyproject.toml": "test configuration sections",
+        "pytest.ini": "test infrastructure",
+        "tests/__init__.py": "test folder",
+        "tests/helpers.py": "test folder",
+        "tests/test_calc.py": "test folder",
+    }
+    assert not (tree / "conftest.py").exists() and not (tree / "pytest.ini").exists()
+    assert not (tree / "tests/__init__.py").exists()
+    assert (tree / "tests/helpers.py").read_text() == BASE["tests/helpers.py"]
+    assert (tree / "tests/test_calc.py").read_text() == BASE["tests/test_calc.py"]
+    assert (tree / "src/calc.py").read_text() == patch["src/calc.py"]
+    spliced = (tree / "pyproject.toml").read_text()
+    assert 'testpaths = ["tests"]' in spliced and "-p evil" not in spliced and "line-length = 90" in spliced
+
+
+@pytest.mark.parametrize(
+    ("ids", "files", "expected"),
+    [
+        (["tests/test_calc.py::test_div"], {"tests/test_calc.py": ""}, ["tests"]),
+        (["tests/unit/test_a.py::test_x"], {"tests/unit/test_a.py": ""}, ["tests"]),
+        (["src/pkg/tests/test_a.py::test_x"], {"src/pkg/tests/test_a.py": ""}, ["src/pkg/tests"]),
+        (["test_calc.py::test_div"], {"test_calc.py": ""}, []),  # beside the source: reset file by file
+        (["src/test_calc.py::test_div"], {"src/test_calc.py": ""}, []),
+        (["testing/test_a.py::t", "tests/test_b.py::t"], {}, ["testing", "tests"]),
+    ],
+)
+def test_test_folders_are_the_folders_holding_the_tasks_tests(
+    tmp_path: Path, ids: list[str], files: dict[str, str], expected: list[str]
+) -> None:
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    task = TaskSpec.model_validate(
+        make_task(tests={"command": "pytest --junitxml={junit}", "fail_to_pass": ids, "pass_to_pass": []})
+    )
+    assert folders_to_seal(task, tmp_path) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "candidate", "differ"),
+    [
+        ("pyproject.toml", PYPROJECT, PYPROJECT.replace("100", "90"), []),
+        ("pyproject.toml", PYPROJECT, PYPROJECT.replace('["tests"]', '["src"]'), ["[tool.pytest]"]),
+        ("pyproject.toml", PYPROJECT, PYPROJECT + "\n[tool.pytest.other]\nx = 1\n", ["[tool.pytest]"]),
+        (
+            "pyproject.toml",
+            PYPROJECT,
+            PYPROJECT.replace("[tool.pytest.ini_options]", '[tool."pytest".ini_options]'),
+            [],
+        ),
+        ("setup.cfg", "[tool:pytest]\naddopts = -q\n", "[tool:pytest]\naddopts = -q\n\n[flake8]\nx = 1\n", []),
+        ("setup.cfg", "[tool:pytest]\naddopts = -q\n", "[tool:pytest]\naddopts = -x\n", ["[tool:pytest]"]),
+        ("package.json", '{"scripts": {"test": "jest"}}', '{"scripts": {"test": "jest", "lint": "x"}}', []),
+        ("package.json", '{"scripts": {"test": "jest"}}', '{"scripts": {"test": "true"}}', ["scripts.test"]),
+        ("package.json", '{"scripts": {"test": "jest"}}', '{"scripts": {"test": "jest"}, "jest": {}}', ["jest"]),
+        ("package.json", '{"scripts": {}}', "{not json", ["file"]),
+    ],
+)
+def test_sections_are_compared_parsed(tmp_path: Path, name: str, base: str, candidate: str, differ: list[str]) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "b" / name).write_text(base)
+    (tmp_path / "c" / name).write_text(candidate)
+    assert sections_differ(tmp_path / "c" / name, tmp_path / "b" / name) == differ
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "candidate", "kept"),
+    [
+        (
+            "pyproject.toml",
+            PYPROJECT,
+            PYPROJECT.replace('testpaths = ["tests"]', 'addopts = "-p evil"').replace("100", "90"),
+            "line-length = 90",
+        ),
+        ("setup.cfg", "[metadata]\nname = a\n\n[tool:pytest]\naddopts = -q\n", "[metadata]\nname = b\n", "name = b"),
+        ("tox.ini", "[tox]\nenvlist = a\n", "[tox]\nenvlist = b\n\n[pytest]\naddopts = -p evil\n", "envlist = b"),
+        (
+            "package.json",
+            '{"name": "a", "scripts": {"test": "jest"}}',
+            '{"name": "b", "scripts": {"test": "true", "build": "tsc"}, "jest": {"x": 1}}',
+            '"build": "tsc"',
+        ),
+    ],
+)
+def test_splicing_puts_back_the_base_sections_and_keeps_the_rest(
+    tmp_path: Path, name: str, base: str, candidate: str, kept: str
+) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "b" / name).write_text(base)
+    (tmp_path / "c" / name).write_text(candidate)
+    assert splice_sections(tmp_path / "c" / name, tmp_path / "b" / name)
+    assert sections_differ(tmp_path / "c" / name, tmp_path / "b" / name) == []
+    assert kept in (tmp_path / "c" / name).read_text()
