@@ -51,6 +51,37 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         ("- just\n- a list\n", {}, "a task spec is a YAML mapping"),
         (None, {"repo": "./nowhere"}, "repo: "),
         (None, {"grading": {"profile": "no-such-profile"}}, "no such profile"),
+        (None, {"repo": "./task.yaml"}, "repo: "),
+        (None, {"repo": "https://github.com/acme/calc.git"}, "is a URL"),
+        (None, {"repo": "git@github.com:acme/calc.git"}, "is a URL"),
+        (None, {"environment": {"cpus": 1e9}}, "environment.cpus: Input should be less than or equal to 1024"),
+        (None, {"environment": {"cpus": 0.001}}, "environment.cpus: Input should be greater than or equal to 0.01"),
+        (None, {"environment": {"memory": "99999999g"}}, "environment.memory: '99999999g' is outside 6m..1024g"),
+        (None, {"environment": {"memory": "1m"}}, "environment.memory: '1m' is outside 6m..1024g"),
+        (None, {"environment": {"memory": "lots"}}, "environment.memory: 'lots' is not a size"),
+        (None, {"environment": {"pids": 10**12}}, "environment.pids: Input should be less than or equal to 4194304"),
+        (
+            None,
+            {"tests": {"command": "pytest {junit}", "timeout": 1e12}},
+            "tests.timeout: Input should be less than or equal to 86400",
+        ),
+        (None, {"grading": {"weights": {"tests": float("inf")}}}, "grading.weights.tests: Input should be a finite"),
+        (None, {"grading": {"weights": {"tests": float("nan")}}}, "grading.weights.tests: Input should be a finite"),
+        (None, {"grading": {"weights": {"tests": -1}}}, "grading.weights.tests: Input should be greater than or equal"),
+        (None, {"grading": {"weights": {"tests": 0}}}, "grading.weights: the weights sum to 0"),
+        (None, {"graders": [{"use": "m:G", "weight": float("inf")}]}, "graders.0.weight: Input should be a finite"),
+        (None, {"graders": [{"use": "no_such_module_x:Grader"}]}, "graders: cannot load 'no_such_module_x:Grader'"),
+        (None, {"graders": [{"use": "json:JSONDecoder"}]}, "is not a subclass of gradeflow.graders.Grader"),
+        (
+            "task_id: t\ntype: bugfix\nrepo: ./repo\ntests: {command: 'pytest {junit}'}\ntype: feature\n",
+            {},
+            "task.yaml:5:1: duplicate key 'type' (first on line 2)",
+        ),
+        (
+            "task_id: t\ntype: bugfix\nrepo: ./repo\ntests:\n  command: 'pytest {junit}'\n  timeout: 5\n  timeout: 9\n",
+            {},
+            "task.yaml:7:3: duplicate key 'timeout' (first on line 6)",
+        ),
     ],
 )
 def test_bad_task_specs_exit_2_with_one_line(
@@ -65,6 +96,111 @@ def test_bad_task_specs_exit_2_with_one_line(
     err = capsys.readouterr().err.strip()
     assert (expected in err and str(task.name) in err) or expected in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def _no_flow_run(*args: object, **kwargs: object) -> None:
+    raise AssertionError("a flow run was started")
+
+
+@pytest.fixture
+def no_flow_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if a grade or a validation reaches its flow: bad input is caught before."""
+    import gradeflow.flows.grade
+    import gradeflow.flows.validate
+
+    monkeypatch.setattr(gradeflow.flows.grade, "grade_submission", _no_flow_run)
+    monkeypatch.setattr(gradeflow.flows.validate, "validate_task", _no_flow_run)
+
+
+@pytest.mark.usefixtures("no_flow_run")
+@pytest.mark.parametrize("submission_id", ["../../x", "a/b", "", ".hidden", "x" * 129])
+def test_a_bad_submission_id_is_exit_2_before_any_flow_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], submission_id: str
+) -> None:
+    task = _task(tmp_path)
+    assert main(["grade", str(task), "--patch", str(task), "--submission-id", submission_id]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gradeflow: error: --submission-id: ") and len(err.splitlines()) == 1
+
+
+@pytest.mark.usefixtures("no_flow_run")
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("def broken(:\n", "SyntaxError"),
+        (
+            "from gradeflow.graders import Grader\nclass G(Grader):\n    def __init__(self, x): ...\n",
+            "TypeError",
+        ),
+        ("raise ImportError('needs a missing wheel')\n", "needs a missing wheel"),
+    ],
+)
+@pytest.mark.parametrize("command", ["grade", "validate"])
+def test_a_custom_grader_that_cannot_load_is_exit_2_before_any_flow_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    module: str,
+    expected: str,
+    command: str,
+) -> None:
+    (tmp_path / "bad_grader_mod.py").write_text(module)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "bad_grader_mod", raising=False)
+    task = _task(tmp_path, graders=[{"use": "bad_grader_mod:G"}])
+    extra = ["--patch", str(task)] if command == "grade" else []
+    assert main([command, str(task), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "graders: cannot load 'bad_grader_mod:G'" in err and expected in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.usefixtures("no_flow_run")
+def test_a_repo_that_is_a_broken_archive_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "repo.tar.gz").write_bytes(b"not a tarball")
+    task = _task(tmp_path, repo="./repo.tar.gz")
+    assert main(["grade", str(task), "--patch", str(task)]) == 2
+    assert "is a file, not a git repository, a folder or a .tar.gz" in capsys.readouterr().err
+
+
+class _Engine:
+    def __init__(self, cpus: int) -> None:
+        self.cpus = cpus
+
+    def info(self) -> dict[str, int]:
+        return {"NCPU": self.cpus}
+
+    def close(self) -> None: ...
+
+
+@pytest.mark.usefixtures("no_flow_run")
+def test_more_cpus_than_the_engine_has_is_exit_2_at_preflight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import docker
+
+    monkeypatch.setattr(docker, "from_env", lambda **_: _Engine(2))
+    task = _task(tmp_path, environment={"sandbox": "docker", "cpus": 3})
+    assert main(["grade", str(task), "--patch", str(task)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "environment.cpus: 3 is more than the 2 CPUs of the docker engine" in err and len(err.splitlines()) == 1
+    assert main(["validate", str(task)]) == 2
+
+
+def test_more_cpus_than_the_real_engine_has_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+
+    import docker
+
+    try:
+        client = docker.from_env(timeout=10)
+        available = int(client.info()["NCPU"])
+    except docker.errors.DockerException as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs every docker test, but no docker engine answers ({exc})")
+        pytest.skip(f"no docker engine answers ({exc})")
+    task = _task(tmp_path, environment={"sandbox": "docker", "cpus": available + 1})
+    assert main(["grade", str(task), "--patch", str(task)]) == 2
+    assert f"more than the {available} CPUs of the docker engine" in capsys.readouterr().err
 
 
 def test_missing_task_file_and_patch_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

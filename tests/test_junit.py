@@ -12,9 +12,10 @@ import pytest
 from gradeflow.evidence import TestCaseResult
 from gradeflow.junit import (
     MAX_JUNIT_BYTES,
+    MAX_JUNIT_TESTCASES,
     MESSAGE_CHARS,
     JUnitError,
-    _NoDoctypeBuilder,
+    _CaseCollector,
     outcomes_for,
     parse_junit,
 )
@@ -417,7 +418,7 @@ def test_refuses_hostile_or_broken_reports(data: bytes, problem: str) -> None:
 
 
 def test_builder_refuses_a_doctype_the_prefilter_missed() -> None:
-    parser = ET.XMLParser(target=_NoDoctypeBuilder())
+    parser = ET.XMLParser(target=_CaseCollector(MAX_JUNIT_TESTCASES))
     with pytest.raises(JUnitError, match="DOCTYPE declaration; refused while parsing"):
         parser.feed(billion_laughs())
 

@@ -6,13 +6,17 @@
     ├── SpecError                  the task spec (or another input file) is wrong: exit 2
     ├── SubmissionError            the submission itself is at fault (graded, never retried)
     │   ├── PatchDoesNotApply      the diff does not apply to the base revision
-    │   └── PathEscape             the diff or checkout reaches outside the repository
+    │   ├── PathEscape             the diff or checkout reaches outside the repository
+    │   └── UnsupportedFileType    the checkout holds a file the grader cannot copy (a FIFO, a link loop)
     └── InfraError                 the environment failed, not the patch: retried, then inconclusive
         ├── SandboxUnavailable     the sandbox could not start or run a command
+        ├── SandboxBroken          a command left its sandbox unusable (not retried)
         └── BaselineBroken         the pristine base cannot be materialized, set up or tested
 
 Every message says what was wrong and where (a file, a key, a path), on one line.
-An ``InfraError`` carries the reason code that ends up in an inconclusive result.
+An ``InfraError`` carries the reason code that ends up in an inconclusive result. Once the base is
+healthy, an ``InfraError`` in a step that runs the candidate is the candidate's fault when a fresh
+sandbox still works (:mod:`gradeflow.tasks.attribution`): a graded 0, not an inconclusive grade.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ __all__ = [
     "InfraError",
     "PatchDoesNotApply",
     "PathEscape",
+    "SandboxBroken",
     "SandboxUnavailable",
     "SpecError",
     "SubmissionError",
+    "UnsupportedFileType",
 ]
 
 
@@ -59,6 +65,12 @@ class PathEscape(SubmissionError):
     reason_code = "path-escape"
 
 
+class UnsupportedFileType(SubmissionError):
+    """The submission holds a file the grader cannot copy or follow: a FIFO, socket, device or link loop."""
+
+    reason_code = "unsupported-file-type"
+
+
 class InfraError(GradeflowError):
     """The environment failed; the grade becomes inconclusive after bounded retries."""
 
@@ -73,6 +85,16 @@ class InfraError(GradeflowError):
 
 class SandboxUnavailable(InfraError):
     """The sandbox could not be created or could not run a command."""
+
+    reason_code = "sandbox-unavailable"
+
+
+class SandboxBroken(InfraError):
+    """A command left its sandbox unusable (processes that cannot be reaped); the sandbox was killed.
+
+    Never retried: running the same command again breaks the sandbox again. The flow probes a fresh
+    sandbox to decide whether the candidate or the environment is at fault.
+    """
 
     reason_code = "sandbox-unavailable"
 

@@ -75,12 +75,16 @@ class TestRunEvidence(BaseModel):
     exit_code: int | None = None
     timed_out: bool = False
     oom_killed: bool = False
+    disk_full: bool = False
+    """The sandbox's writable space (``environment.disk``) filled up during the run or its setup."""
     duration: float = 0.0
     setup_failed: bool = False
     """The task's setup command failed in the candidate's workspace (no test ran)."""
     junit_found: bool = False
     junit_error: str | None = None
     """Why the report could not be read (malformed, too large, written before the run)."""
+    junit_too_large: bool = False
+    """The report is over the byte or testcase cap (``junit.MAX_JUNIT_BYTES``, ``MAX_JUNIT_TESTCASES``)."""
     junit_tampered: bool = False
     """The report contradicts the run (passes from a failing command, written before the run started)."""
     cases: list[TestCaseResult] = Field(default_factory=list)
@@ -114,6 +118,16 @@ class PerfEvidence(BaseModel):
     """Runs that failed or produced no timing, with why."""
     unchanged: bool = False
     """The submission changes nothing, so nothing was timed: identical code is not faster."""
+    baseline_wall: list[float] = Field(default_factory=list)
+    """With ``timing: reported``: the wall-clock seconds of the same base runs, measured from outside."""
+    candidate_wall: list[float] = Field(default_factory=list)
+    """With ``timing: reported``: the wall-clock seconds of the same candidate runs."""
+    implausible: list[str] = Field(default_factory=list)
+    """Candidate runs that reported a figure that is no time at all (non-finite, not positive), with it."""
+    mismatches: list[str] = Field(default_factory=list)
+    """Candidate runs whose output ``perf.check`` or ``perf.compare_output`` rejected, with why."""
+    modified: list[str] = Field(default_factory=list)
+    """Sealed benchmark files the patch (or the candidate's setup) changed; every run used the base's."""
 
 
 TamperKind = Literal[

@@ -1,28 +1,39 @@
 """Read untrusted JUnit XML into :class:`TestCaseResult` models and look test ids up in them.
 
 Bytes in, models out: no files, network or console. The report comes from a candidate's tests, so
-:func:`parse_junit` refuses reports over :data:`MAX_JUNIT_BYTES` and, before parsing, any DOCTYPE or
-ENTITY declaration in any encoding expat reads. Every refusal is a :class:`JUnitError`.
+:func:`parse_junit` refuses reports over :data:`MAX_JUNIT_BYTES` or :data:`MAX_JUNIT_TESTCASES`
+(:class:`JUnitTooLarge`) and, before parsing, any DOCTYPE or ENTITY declaration in any encoding expat
+reads. Every refusal is a :class:`JUnitError`. Reading is a stream (no element tree) and every lookup
+of :func:`outcomes_for` goes through an index, so the grader's cost is linear in the report's size.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
+import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Literal
-
-from junitparser import Attr, Error, Failure, Skipped, TestCase
 
 from gradeflow.evidence import Outcome, TestCaseResult
 
-__all__ = ["MAX_JUNIT_BYTES", "MESSAGE_CHARS", "JUnitError", "outcomes_for", "parse_junit"]
+__all__ = [
+    "MAX_JUNIT_BYTES",
+    "MAX_JUNIT_TESTCASES",
+    "MESSAGE_CHARS",
+    "JUnitError",
+    "JUnitTooLarge",
+    "outcomes_for",
+    "parse_junit",
+]
 
 MAX_JUNIT_BYTES = 32 * 1024 * 1024
 """Reports larger than this are refused unread."""
+MAX_JUNIT_TESTCASES = 500_000
+"""Reports with more testcases than this are refused (reading stops at the first one over)."""
 MESSAGE_CHARS = 200
 """``TestCaseResult.message`` is cut to this many characters."""
 
@@ -32,7 +43,8 @@ _MISC = re.compile(r"(?:\s|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 _FIRST_LINE = re.compile(r"\s*([^\r\n]*)")
 _CaseOutcome = Literal["passed", "failed", "error", "skipped"]
-_KINDS: tuple[tuple[type, _CaseOutcome], ...] = ((Error, "error"), (Failure, "failed"), (Skipped, "skipped"))
+_KINDS: dict[str, _CaseOutcome] = {"error": "error", "failure": "failed", "skipped": "skipped"}
+_NON_BLANK = re.compile(r"\S")
 _RANK: dict[str, int] = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
 """Across duplicate testcases the worst wins: error > failed > passed > skipped."""
 
@@ -41,62 +53,150 @@ class JUnitError(ValueError):
     """The report cannot be used; ``str()`` is one line saying why."""
 
 
-class _Case(TestCase):
-    """junitparser's testcase plus the ``file`` attribute pytest's xunit1 family writes."""
-
-    file = Attr()
+class JUnitTooLarge(JUnitError):
+    """The report is over a cap (bytes or testcases): the candidate's fault, ``junit-too-large``."""
 
 
-class _NoDoctypeBuilder(ET.TreeBuilder):
-    """Builds the tree but stops at a DOCTYPE, whatever the document's encoding."""
+@dataclass
+class _OpenResult:
+    """A ``<failure>``, ``<error>`` or ``<skipped>`` being read: its message and the text before its first child."""
+
+    kind: _CaseOutcome
+    message: str | None
+    text: list[str] = field(default_factory=list)
+    started: bool = False
+    """A non-blank character of the text has been seen."""
+    done: bool = False
+    """No more text counts: a child element began, or the first non-blank line ended."""
+
+    def add_text(self, chunk: str) -> None:
+        # Only the first non-blank line is ever used, so the rest of a long trace is not kept.
+        if self.done:
+            return
+        self.text.append(chunk)
+        rest = chunk
+        if not self.started:
+            first = _NON_BLANK.search(chunk)
+            if first is None:
+                return
+            self.started, rest = True, chunk[first.start() :]
+        self.done = "\n" in rest or "\r" in rest
+
+
+@dataclass
+class _OpenCase:
+    """A ``<testcase>`` being read: its attributes, its slot in the output, the results inside it."""
+
+    index: int
+    attrib: dict[str, str]
+    results: list[_OpenResult] = field(default_factory=list)
+
+
+class _CaseCollector:
+    """An expat target that keeps only what each testcase needs (no element tree), and counts testcases.
+
+    Matches junitparser's reading: a result element anywhere inside a testcase belongs to it, and its
+    text is the text before its first child element. Refuses a DOCTYPE whatever the encoding.
+    """
+
+    def __init__(self, max_cases: int) -> None:
+        self.max_cases = max_cases
+        self.root: str | None = None
+        self.cases: list[TestCaseResult | None] = []
+        self._stack: list[_OpenCase | _OpenResult | None] = []
+        self._open_cases: list[_OpenCase] = []
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        if self.root is None:
+            self.root = tag
+        top = self._stack[-1] if self._stack else None
+        if isinstance(top, _OpenResult):
+            top.done = True
+        entry: _OpenCase | _OpenResult | None = None
+        if self.root not in _ROOTS:
+            pass  # not a JUnit report: parsed to the end for well-formedness, nothing kept
+        elif tag == "testcase":
+            entry = self._open_case(attrib)
+        elif tag in _KINDS and self._open_cases:
+            entry = _OpenResult(_KINDS[tag], attrib.get("message"))
+            for case in self._open_cases:
+                case.results.append(entry)
+        self._stack.append(entry)
+
+    def _open_case(self, attrib: dict[str, str]) -> _OpenCase:
+        if len(self.cases) >= self.max_cases:
+            raise JUnitTooLarge(f"JUnit report has more than {self.max_cases} testcases, over the limit")
+        case = _OpenCase(len(self.cases), attrib)
+        self.cases.append(None)
+        self._open_cases.append(case)
+        return case
+
+    def end(self, tag: str) -> None:
+        entry = self._stack.pop()
+        if isinstance(entry, _OpenCase):
+            self._open_cases.pop()
+            self.cases[entry.index] = _case_result(entry)
+
+    def data(self, text: str) -> None:
+        top = self._stack[-1] if self._stack else None
+        if isinstance(top, _OpenResult):
+            top.add_text(text)
 
     def doctype(self, name: str, pubid: str | None, system: str | None) -> None:
         raise JUnitError("JUnit report has a DOCTYPE declaration; refused while parsing")
 
+    def results(self) -> list[TestCaseResult]:
+        """The testcases read, in document order (a testcase left open by a broken report is dropped)."""
+        return [case for case in self.cases if case is not None]
 
-def parse_junit(data: bytes) -> list[TestCaseResult]:
+
+def parse_junit(data: bytes, *, max_cases: int = MAX_JUNIT_TESTCASES) -> list[TestCaseResult]:
     """Every ``<testcase>`` of a JUnit report, in document order.
 
     The root must be ``<testsuites>`` or ``<testsuite>``; testcases are found at any depth (nested
     suites included). A testcase with ``<error>`` is ``error``, else ``<failure>`` is ``failed``, else
     ``<skipped>`` (pytest's xfail too) is ``skipped``, else ``passed``. ``message`` is the first
     non-blank line of that result's ``message`` attribute, or else its text, cut to
-    :data:`MESSAGE_CHARS`. A valid report without testcases gives ``[]``.
+    :data:`MESSAGE_CHARS`. A valid report without testcases gives ``[]``. The report is read as a
+    stream (no element tree is built), so time and memory grow linearly with its size.
 
     Raises:
-        JUnitError: the report is too large, empty, declares a DOCTYPE/ENTITY, is not well-formed
-            or not in an encoding expat reads, or its root is not a JUnit element.
+        JUnitTooLarge: the report is over :data:`MAX_JUNIT_BYTES` or holds more than ``max_cases``
+            testcases (reading stops at the first one over).
+        JUnitError: the report is empty, declares a DOCTYPE/ENTITY, is not well-formed or not in an
+            encoding expat reads, or its root is not a JUnit element.
     """
-    root = _parse_xml(data)
-    if root.tag not in _ROOTS:
-        tag = _first_line(str(root.tag))[:60]
-        raise JUnitError(f"not a JUnit report: root element is <{tag}>, not <testsuites> or <testsuite>")
-    return [_case_result(_Case.fromelem(elem)) for elem in root.iter("testcase")]
-
-
-def _parse_xml(data: bytes) -> ET.Element:
-    """The root element of ``data``, checked for size and declarations first."""
-    if len(data) > MAX_JUNIT_BYTES:
-        raise JUnitError(f"JUnit report is {len(data)} bytes, over the {MAX_JUNIT_BYTES}-byte limit")
-    if not data.strip():
-        raise JUnitError("JUnit report is empty")
-    if _declares_dtd(data):
-        raise JUnitError("JUnit report has a DOCTYPE or ENTITY declaration; refused before parsing")
-    parser = ET.XMLParser(target=_NoDoctypeBuilder())
+    _check_prolog(data)
+    collector = _CaseCollector(max_cases)
+    parser = ET.XMLParser(target=collector)
     try:
         parser.feed(data)
-        return parser.close()
+        parser.close()
     except JUnitError:
         raise
     except (ET.ParseError, LookupError, ValueError) as exc:
         raise JUnitError(f"JUnit report is not well-formed XML: {_first_line(str(exc))}") from None
+    if collector.root not in _ROOTS:
+        tag = _first_line(str(collector.root))[:60]
+        raise JUnitError(f"not a JUnit report: root element is <{tag}>, not <testsuites> or <testsuite>")
+    return collector.results()
+
+
+def _check_prolog(data: bytes) -> None:
+    """Size and declarations, checked before any parsing."""
+    if len(data) > MAX_JUNIT_BYTES:
+        raise JUnitTooLarge(f"JUnit report is {len(data)} bytes, over the {MAX_JUNIT_BYTES}-byte limit")
+    if not data.strip():
+        raise JUnitError("JUnit report is empty")
+    if _declares_dtd(data):
+        raise JUnitError("JUnit report has a DOCTYPE or ENTITY declaration; refused before parsing")
 
 
 def _declares_dtd(data: bytes) -> bool:
     """Whether the prolog, past any XML declaration, comments and PIs, opens a DOCTYPE or ENTITY.
 
     Only the prolog is read, so ``<!DOCTYPE html>`` quoted in a CDATA failure message is no reason
-    to refuse; a declaration anywhere else is malformed, and :class:`_NoDoctypeBuilder` stops any
+    to refuse; a declaration anywhere else is malformed, and :class:`_CaseCollector` stops any
     DOCTYPE expat meets.
     """
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -109,16 +209,25 @@ def _declares_dtd(data: bytes) -> bool:
     return _DECLARATION.match(text, misc.end() if misc else 0) is not None
 
 
-def _case_result(case: _Case) -> TestCaseResult:
+def _case_result(case: _OpenCase) -> TestCaseResult:
     """One testcase as a model; the worst of several results decides its outcome."""
     outcome: _CaseOutcome = "passed"
     message = ""
-    for result in case.result:
-        kind = next(kind for cls, kind in _KINDS if isinstance(result, cls))
-        if outcome == "passed" or _RANK[kind] > _RANK[outcome]:
-            outcome, message = kind, _first_line(result.message) or _first_line(result.text)
-    classname, name = case.classname or "", case.name or ""
-    return TestCaseResult(classname=classname, name=name, file=case.file, outcome=outcome, message=message)
+    for result in case.results:
+        if outcome == "passed" or _RANK[result.kind] > _RANK[outcome]:
+            outcome = result.kind
+            message = _first_line(result.message) or _first_line("".join(result.text) or None)
+    attrib = case.attrib
+    # Only what differs from the defaults is passed (a smaller fields-set per case), and the names many
+    # cases share are interned: a case costs about half a kilobyte.
+    fields: dict[str, str] = {"name": attrib.get("name") or "", "outcome": outcome}
+    if attrib.get("classname"):
+        fields["classname"] = sys.intern(attrib["classname"])
+    if attrib.get("file") is not None:
+        fields["file"] = sys.intern(attrib["file"])
+    if message:
+        fields["message"] = message
+    return TestCaseResult(**fields)  # type: ignore[arg-type]
 
 
 def _first_line(text: str | None) -> str:
@@ -156,24 +265,116 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
     Several testcases under one classname and name (subtests, pytest's separate teardown error)
     aggregate: error beats failed beats passed beats skipped, so ``skipped`` means all skipped.
     """
-    by_key: dict[str, list[TestCaseResult]] = defaultdict(list)
-    by_name: dict[str, list[TestCaseResult]] = defaultdict(list)
-    for case in cases:
-        by_key[f"{case.classname}::{case.name}"].append(case)
-        by_name[case.name].append(case)
+    index = _Index(cases)
     outcomes: dict[str, Outcome] = {}
     for test_id in test_ids:
-        found = _find(test_id, by_key, by_name) or _find(_escaped_params(test_id), by_key, by_name)
+        found = index.find(test_id) or index.find(_escaped_params(test_id))
         outcomes[test_id] = max((c.outcome for c in found), key=_RANK.__getitem__) if found else "missing"
     return outcomes
 
 
-def _find(
-    test_id: str, by_key: dict[str, list[TestCaseResult]], by_name: dict[str, list[TestCaseResult]]
-) -> list[TestCaseResult]:
-    """The testcases ``test_id`` names, looked up as documented in :func:`outcomes_for`."""
-    expected = _expected(test_id)
-    return by_key.get(test_id) or _match(expected, by_name.get(expected.name, []))
+class _Groups:
+    """Cases grouped by a string key, holding a list only for a key seen twice.
+
+    Keys join their parts with NUL, which XML cannot hold. Strings and few lists leave the garbage
+    collector little to walk: for 300,000 cases this halves the time and memory of plain lists.
+    """
+
+    def __init__(self) -> None:
+        self._first: dict[str, TestCaseResult] = {}
+        self._more: dict[str, list[TestCaseResult]] = {}
+
+    def add(self, key: str, case: TestCaseResult) -> None:
+        if key not in self._first:
+            self._first[key] = case
+        else:
+            self._more.setdefault(key, []).append(case)
+
+    def get(self, key: str) -> list[TestCaseResult]:
+        first = self._first.get(key)
+        return [] if first is None else [first, *self._more.get(key, ())]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._first)
+
+
+class _Index:
+    """The testcases of one report, indexed so that each lookup of :func:`outcomes_for` costs about O(1).
+
+    Built in one pass over the cases; the suffix index for ids of ``m`` dotted parts is built on the
+    first lookup that needs it. Time and memory stay linear in the report, whatever its names.
+    """
+
+    def __init__(self, cases: list[TestCaseResult]) -> None:
+        self._classes = _Groups()
+        self._files = _Groups()
+        paths: dict[str, str] = {}
+        for case in cases:
+            self._classes.add(f"{case.classname}\0{case.name}", case)
+            if case.file is not None:
+                path = paths.get(case.file)
+                if path is None:
+                    path = paths[case.file] = _normal_path(case.file)
+                self._files.add(f"{case.name}\0{path}", case)
+        self._suffixes: dict[int, dict[tuple[str, str], set[str]]] = {}
+
+    def _by_class(self, classname: str, name: str) -> list[TestCaseResult]:
+        return self._classes.get(f"{classname}\0{name}")
+
+    def find(self, test_id: str) -> list[TestCaseResult]:
+        """The testcases ``test_id`` names, looked up as documented in :func:`outcomes_for`."""
+        literal = self._literal(test_id)
+        if literal:
+            return literal
+        expected = _expected(test_id)
+        found = self._by_class(expected.classname, expected.name)
+        found = found or self._same_file(expected)
+        if found or not expected.classname:
+            return found
+        return self._longer(expected) or self._shorter(expected)
+
+    def _literal(self, test_id: str) -> list[TestCaseResult]:
+        """Every case whose ``classname::name`` is ``test_id``, at whichever ``::`` it splits."""
+        found: list[TestCaseResult] = []
+        at = test_id.find("::")
+        while at >= 0:
+            found += self._by_class(test_id[:at], test_id[at + 2 :])
+            at = test_id.find("::", at + 1)
+        return found
+
+    def _same_file(self, expected: _Expected) -> list[TestCaseResult]:
+        if expected.path is None:
+            return []
+        same = self._files.get(f"{expected.name}\0{expected.path}")
+        count = len(expected.classes)
+        return _one_classname(
+            c for c in same if count == 0 or tuple(c.classname.split(".")[-count:]) == expected.classes
+        )
+
+    def _longer(self, expected: _Expected) -> list[TestCaseResult]:
+        """Cases of the one classname that ends with ``"." + expected.classname`` (a package prefix added)."""
+        parts = expected.classname.count(".") + 1
+        classnames = self._suffix_index(parts).get((expected.name, expected.classname), set())
+        return self._by_class(next(iter(classnames)), expected.name) if len(classnames) == 1 else []
+
+    def _shorter(self, expected: _Expected) -> list[TestCaseResult]:
+        """Cases of the one classname that ``expected.classname`` ends with after a ``"."`` (a prefix dropped)."""
+        dotted = "." + expected.classname
+        suffixes = [dotted[i + 1 :] for i, char in enumerate(dotted) if char == "."]
+        hits = [found for s in suffixes if s and (found := self._by_class(s, expected.name))]
+        return hits[0] if len(hits) == 1 else []
+
+    def _suffix_index(self, parts: int) -> dict[tuple[str, str], set[str]]:
+        """(name, last ``parts`` dotted parts of a longer classname) → those classnames."""
+        if parts not in self._suffixes:
+            index: dict[tuple[str, str], set[str]] = defaultdict(set)
+            for key in self._classes:
+                classname, name = key.split("\0")
+                head = classname.rsplit(".", parts)
+                if len(head) == parts + 1:
+                    index[(name, classname[len(head[0]) + 1 :])].add(classname)
+            self._suffixes[parts] = index
+        return self._suffixes[parts]
 
 
 def _escaped_params(test_id: str) -> str:
@@ -182,27 +383,6 @@ def _escaped_params(test_id: str) -> str:
     if start < 0 or test_id[start:].isascii():
         return test_id
     return test_id[:start] + test_id[start:].encode("unicode_escape").decode("ascii")
-
-
-def _match(expected: _Expected, same_name: list[TestCaseResult]) -> list[TestCaseResult]:
-    """The testcases ``expected`` names, among those with its name; ``[]`` for none or ambiguous."""
-    found = [case for case in same_name if case.classname == expected.classname]
-    found = found or _one_classname(case for case in same_name if _same_file(case, expected))
-    if found or not expected.classname:
-        return found
-    dotted = "." + expected.classname
-    longer = _one_classname(case for case in same_name if case.classname.endswith(dotted))
-    return longer or _one_classname(
-        case for case in same_name if case.classname and dotted.endswith("." + case.classname)
-    )
-
-
-def _same_file(case: TestCaseResult, expected: _Expected) -> bool:
-    """Whether ``case`` was written from the id's file and sits in the id's classes."""
-    if expected.path is None or case.file is None or _normal_path(case.file) != expected.path:
-        return False
-    count = len(expected.classes)
-    return count == 0 or tuple(case.classname.split(".")[-count:]) == expected.classes
 
 
 def _one_classname(cases: Iterable[TestCaseResult]) -> list[TestCaseResult]:
@@ -224,6 +404,8 @@ def _expected(test_id: str) -> _Expected:
 
 def _split_id(test_id: str) -> list[str]:
     """``test_id`` split at each ``::`` outside square brackets."""
+    if "[" not in test_id:
+        return test_id.split("::")
     parts: list[str] = []
     depth = start = index = 0
     while index < len(test_id):

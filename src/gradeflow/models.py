@@ -195,6 +195,14 @@ class PerfSpec(_Spec):
     min_speedup: float = Field(default=4.0, gt=1.0)
     timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
     """Seconds allowed for one benchmark run (at most a day)."""
+    check: str | None = None
+    """A command run after each timed run, in the same sandbox; a non-zero exit is ``perf-output-mismatch``."""
+    compare_output: bool = False
+    """Each run's stdout (its ``{"seconds": x}`` line excluded) must hash like the base's, or ``perf-output-mismatch``.
+
+    Only stdout up to 64 KiB can be compared; for more, use ``check``."""
+    sealed: list[str] = Field(default_factory=list)
+    """Globs of benchmark files reset to the base, besides the files ``command`` and ``check`` name."""
 
     @model_validator(mode="after")
     def _ordered(self) -> PerfSpec:
@@ -257,10 +265,16 @@ class EnvironmentSpec(_Spec):
     pids: int = Field(default=256, gt=0, le=4_194_304)
     """Processes at once (at most 4194304, the kernel's own limit)."""
     user: str = "1000:1000"
+    disk: str | None = None
+    """Writable space in the docker sandbox (the repository copy, ``/tmp``, ``HOME``, reports): a size like
+    ``512m``, below ``memory`` (its tmpfs pages are memory). Default: 1 GiB, or half of ``memory`` when
+    that is less. A command that fills it is graded 0 with ``disk-limit-exceeded``."""
 
-    @field_validator("memory")
+    @field_validator("memory", "disk")
     @classmethod
-    def _bounded_size(cls, value: str) -> str:
+    def _bounded_size(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         size = _SIZE.match(value.strip())
         if size is None:
             raise ValueError(f"{value!r} is not a size like '512m' or '2g'")

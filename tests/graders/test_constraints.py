@@ -79,8 +79,8 @@ def test_a_rename_out_of_a_protected_file_counts() -> None:
     assert _grade({"protected": ["tests/**"]}, [moved]).reason_codes == ["protected-file-modified"]
 
 
-FORBID = {"forbidden_patterns": [r"breakpoint\(", "import pdb"]}
-REQUIRE = {"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}
+FORBID: dict[str, object] = {"forbidden_patterns": [r"breakpoint\(", "import pdb"]}
+REQUIRE: dict[str, object] = {"required_patterns": [{"path": "src/calc.py", "pattern": "ZeroDivisionError"}]}
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from gradeflow.errors import SpecError
 from gradeflow.ledger import Ledger
 from gradeflow.service.automations import ZOMBIE_AUTOMATION, zombie_automation
 from gradeflow.service.config import DEFAULT_SCHEDULE, load_service_config
-from gradeflow.service.deliveries import DeliveryStore
+from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.deployments import build_deployments
 from gradeflow.service.flows import run_tags
 from gradeflow.service.params import EvaluateRequest, GradeRequest
@@ -90,6 +90,41 @@ def test_the_delivery_store_claims_once_and_survives_a_reopen(tmp_path: Path) ->
     assert not reopened.claim("x")
     assert reopened.flow_run_of("x") == "run-1"
     reopened.close()
+
+
+def test_a_request_key_changes_with_each_thing_graded_and_nothing_else() -> None:
+    base = ("spec", "s-1", "patch", "default")
+    keys = {request_key(*base)}
+    for i in range(4):
+        changed = list(base)
+        changed[i] += "'"
+        keys.add(request_key(*changed))
+    assert len(keys) == 5 and request_key(*base) == request_key(*base)
+
+
+def test_webhook_profiles_resolve_against_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "conf").mkdir()
+    file = tmp_path / "conf" / "gradeflow.yaml"
+    file.write_text("webhook: {profiles: [../p/mine.yaml], body_timeout: 3}\n")
+    config = load_service_config(file)
+    assert config.webhook.profiles == [str(tmp_path / "p" / "mine.yaml")]
+    assert config.webhook.body_timeout == 3
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("webhook: {body_timeout: 0}\n", "webhook.body_timeout"),
+        ("webhook: {body_timeout: .inf}\n", "webhook.body_timeout"),
+        ("webhook: {profile: [a]}\n", "unknown key 'webhook.profile'"),
+        ("schedule: '1 * * * *'\nschedule: '2 * * * *'\n", "gradeflow.yaml:2:1: duplicate key 'schedule'"),
+    ],
+)
+def test_a_bad_webhook_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
+    file = tmp_path / "gradeflow.yaml"
+    file.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_service_config(file)
 
 
 def test_the_deployments_carry_the_schedule_and_the_form(tmp_path: Path) -> None:

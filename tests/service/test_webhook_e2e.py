@@ -31,12 +31,28 @@ def test_a_signed_delivery_completes_a_run_that_carries_the_payload(service: Ser
         ledger.close()
 
 
-def test_a_redelivery_is_refused_and_starts_no_second_run(service: Service, graded: Delivery) -> None:
-    again = signed_post(f"{service.webhook}/hooks/grade", graded.payload, SECRET, graded.delivery_id)
-    assert again.status_code == 409
-    assert again.json()["error"] == "replayed"
-    time.sleep(2)
+@pytest.mark.parametrize("delivery", ["same", "delivery-0002", "delivery-0003", None])
+def test_a_redelivery_or_a_new_delivery_id_is_the_existing_run(
+    service: Service, graded: Delivery, delivery: str | None
+) -> None:
+    delivery_id = graded.delivery_id if delivery == "same" else delivery
+    again = signed_post(f"{service.webhook}/hooks/grade", graded.payload, SECRET, delivery_id)
+    assert again.status_code == 200
+    assert again.json() == {"flow_run_id": graded.run["id"], "duplicate": True}
+    time.sleep(1)
     assert len(service.api.runs_named("grade-calc-divzero-webhook-1")) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [({"profile": "/etc/passwd"}, "unknown-profile"), ({"profile": "../../gradeflow.yaml"}, "unknown-profile")],
+)
+def test_a_payload_naming_a_profile_file_starts_no_run(service: Service, change: dict[str, str], error: str) -> None:
+    payload = {**grade_payload("profile-path"), **change}
+    response = signed_post(f"{service.webhook}/hooks/grade", payload, SECRET, f"d-{change['profile']}")
+    assert (response.status_code, response.json()["error"]) == (422, error)
+    time.sleep(1)
+    assert service.api.runs_named("grade-calc-divzero-profile-path") == []
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,12 @@ pin → baseline → snapshot → constraints → test evidence → reviewabilit
 Test evidence and reviewability run only when the profile reports their dimension; test evidence runs
 before the tests step, which restores the patch's test files to the base. Every step logs its outcome
 (JSON, redacted) with ``run_id``, ``task_id`` and ``submission_id`` bound.
+
+Once the baseline is healthy, an environment-looking failure in a step over the candidate's tree
+(snapshot, test evidence, tests, quality, perf) is attributed (:mod:`gradeflow.tasks.attribution`):
+the candidate's when a fresh sandbox works (that step scores 0, ``candidate-broke-sandbox``), else
+the environment's (inconclusive). A gate that failed before a later step broke still decides the
+grade: it is ``rejected``, never inconclusive.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ from prefect.states import Completed, State
 
 from gradeflow.errors import InfraError, SpecError
 from gradeflow.logs import get_logger, redacting
-from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
+from gradeflow.evidence import TestRunEvidence
+from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.policy import Profile, load_profile
-from gradeflow.results import inconclusive_result, refused_result
+from gradeflow.results import gate_decided_result, inconclusive_result, refused_result
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.tasks.attribution import attributed
 from gradeflow.tasks.baseline import Baseline, prepare_baseline
 from gradeflow.tasks.combine import combine_components, publish_artifacts
 from gradeflow.tasks.constraints import check_constraints
@@ -37,7 +45,7 @@ from gradeflow.tasks.review import check_reviewability
 from gradeflow.tasks.snapshot import Snapshot, discard, take_snapshot
 from gradeflow.tasks.tamper_scan import check_tamper
 from gradeflow.tasks.test_evidence import check_test_evidence
-from gradeflow.tasks.tests import run_tests
+from gradeflow.tasks.tests import TestsOutcome, run_tests
 
 __all__ = ["grade_submission"]
 
@@ -52,11 +60,15 @@ def _outcome(component: GradeComponent) -> dict[str, Any]:
 
 
 class _Progress:
-    """What a grade has gathered so far: step timings and the private workspace to discard."""
+    """What a grade has gathered so far: step timings, components, and the private workspace to discard."""
 
-    def __init__(self) -> None:
+    def __init__(self, task_spec: TaskSpec, factory: SandboxFactory) -> None:
+        self.task_spec = task_spec
+        self.factory = factory
         self.timings: dict[str, float] = {}
         self.snapshot: Snapshot | None = None
+        self.environment: EnvironmentFingerprint | None = None
+        self.components: list[GradeComponent] = []
         self.log = get_logger("gradeflow.grade")
 
     @contextmanager
@@ -74,11 +86,17 @@ class _Progress:
             self.log.info("step", step=name, seconds=self.timings[name], **outcome)
 
     def component(self, name: str, call: Callable[[], GradeComponent | None]) -> GradeComponent | None:
-        """Run a step that yields one component (or none) and log it."""
+        """Run a step that yields one component (or none), log it and keep it."""
         with self.step(name) as outcome:
             component = call()
             outcome.update(_outcome(component) if component is not None else {"skipped": True})
+        if component is not None:
+            self.components.append(component)
         return component
+
+    def candidate(self, name: str, call: Callable[[], GradeComponent | None]) -> GradeComponent | None:
+        """:meth:`component` for a step over the candidate's tree: its environment-looking failure is attributed."""
+        return self.component(name, lambda: attributed(self.task_spec, name, self.factory, call, lambda c: c))
 
 
 @flow(
@@ -121,17 +139,17 @@ def grade_submission(
 def _graded_or_inconclusive(
     task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile
 ) -> GradeResult:
-    progress = _Progress()
+    progress = _Progress(task_spec, factory)
     progress.log.info("grade started", sandbox=factory.kind)
     try:
         result = _grade(task_spec, submission, factory, policy, progress)
     except SpecError:
         raise
     except InfraError as exc:
-        result = _inconclusive(task_spec, submission, policy, progress, exc.reason_code, str(exc))
+        result = _unfinished(task_spec, submission, policy, progress, exc.reason_code, str(exc))
     except Exception as exc:  # the one boundary where a bug becomes a recorded outcome
         message = f"gradeflow failed internally: {type(exc).__name__}: {exc}"
-        result = _inconclusive(task_spec, submission, policy, progress, "internal-error", message)
+        result = _unfinished(task_spec, submission, policy, progress, "internal-error", message)
     finally:
         discard(progress.snapshot.workspace if progress.snapshot else None)
     progress.log.info(
@@ -145,10 +163,24 @@ def _graded_or_inconclusive(
     return result.model_copy(update={"timings": progress.timings})
 
 
-def _inconclusive(
+def _unfinished(
     task_spec: TaskSpec, submission: Submission, policy: Profile, progress: _Progress, code: str, message: str
 ) -> GradeResult:
+    """A grade a step could not finish: decided by a gate that already failed, else inconclusive."""
     snapshot = progress.snapshot
+    if snapshot is not None and snapshot.refusal is None:
+        decided = gate_decided_result(
+            task_spec,
+            submission.submission_id,
+            progress.components,
+            policy,
+            patch=snapshot.patch,
+            changes=snapshot.changes,
+            environment=progress.environment,
+            unfinished=f"{code}: {message}",
+        )
+        if decided is not None:
+            return decided
     return inconclusive_result(
         task_spec,
         submission.submission_id,
@@ -165,10 +197,18 @@ def _grade(
     task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile, progress: _Progress
 ) -> GradeResult:
     with progress.step("baseline"):
-        environment = describe_environment(task_spec, factory)
+        environment = progress.environment = describe_environment(task_spec, factory)
         baseline = prepare_baseline(task_spec, pin_base(task_spec), environment, factory)
     with progress.step("snapshot") as outcome:
-        snapshot = progress.snapshot = take_snapshot(task_spec, submission, baseline)
+        snapshot = progress.snapshot = attributed(
+            task_spec,
+            "snapshot",
+            factory,
+            lambda: take_snapshot(task_spec, submission, baseline),
+            lambda broken: Snapshot(
+                workspace=None, patch=submission.patch or "", refusal=broken.reason_codes[0], message=broken.messages[0]
+            ),
+        )
         outcome.update(files_changed=len(snapshot.changes), refusal=snapshot.refusal)
     if snapshot.refusal:
         return refused_result(
@@ -187,10 +227,17 @@ def _grade(
     tamper = progress.component("tamper", lambda: check_tamper(task_spec, snapshot, baseline))
     extra = _rubric_evidence(task_spec, snapshot, baseline, factory, policy, progress)
     with progress.step("tests") as outcome:
-        tests = run_tests(task_spec, snapshot, baseline, factory)
+        tests = attributed(
+            task_spec,
+            "tests",
+            factory,
+            lambda: run_tests(task_spec, snapshot, baseline, factory),
+            lambda broken: TestsOutcome(component=broken, evidence=TestRunEvidence(), restored=[]),
+        )
         outcome.update(_outcome(tests.component))
-    quality = progress.component("quality", lambda: measure_quality(task_spec, snapshot))
-    perf = progress.component("perf", lambda: run_perf(task_spec, snapshot, baseline, factory))
+    progress.components.append(tests.component)
+    quality = progress.candidate("quality", lambda: measure_quality(task_spec, snapshot))
+    perf = progress.candidate("perf", lambda: run_perf(task_spec, snapshot, baseline, factory))
     with progress.step("combine") as outcome:
         found = (constraints, infrastructure, tamper, tests.component, quality, perf, *extra)
         result = combine_components(
@@ -218,7 +265,7 @@ def _rubric_evidence(
     found: list[GradeComponent | None] = []
     if policy.reports("test_evidence"):
         found.append(
-            progress.component("test_evidence", lambda: check_test_evidence(task_spec, snapshot, baseline, factory))
+            progress.candidate("test_evidence", lambda: check_test_evidence(task_spec, snapshot, baseline, factory))
         )
     if policy.reports("reviewability"):
         found.append(

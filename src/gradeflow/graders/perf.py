@@ -4,17 +4,33 @@ speedup = min(baseline) / min(candidate) over interleaved runs
 score   = 0 below the noise floor, else min(1, log(speedup/noise_floor) / log(min_speedup/noise_floor))
 passed  = speedup ≥ min_speedup
 
-Non-finite or non-positive timings, and a candidate whose benchmark fails, score 0.
+Non-finite or non-positive timings, and a candidate whose benchmark fails, score 0
+(``perf-benchmark-failed``). So does a run whose figures cannot be trusted:
+
+- ``perf-benchmark-modified``: the patch (or its setup) changed a sealed benchmark file. Every run used
+  the base's file; the speed-up measured that way is still shown.
+- ``perf-output-mismatch``: a run's output failed ``perf.check`` or hashed unlike the base's
+  (``perf.compare_output``).
+- ``perf-timing-implausible`` (``timing: reported``): a reported figure is non-finite or not positive,
+  larger than the wall time of its own process (:data:`WALL_SLACK` of slack), or the reported speed-up
+  is more than :data:`MAX_REPORTED_OVER_WALL` times the wall speed-up of the same runs. Both speed-ups
+  are shown. The bound assumes the timed region is most of the process's wall time.
 """
 
 from __future__ import annotations
 
 import math
 
+from gradeflow.evidence import PerfEvidence
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, PerfSpec
 
-__all__ = ["PerfGrader", "perf_score"]
+__all__ = ["MAX_REPORTED_OVER_WALL", "WALL_SLACK", "PerfGrader", "perf_score", "slower_than_reported"]
+
+MAX_REPORTED_OVER_WALL = 2.0
+"""A reported speed-up may be at most this many times the wall speed-up of the same runs."""
+WALL_SLACK = 0.001
+"""Seconds a reported figure may exceed its process's wall time (rounding), never more."""
 
 
 def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
@@ -26,6 +42,48 @@ def perf_score(speedup: float, noise_floor: float, min_speedup: float) -> float:
 
 def _usable(samples: list[float]) -> bool:
     return bool(samples) and all(math.isfinite(s) and s > 0 for s in samples)
+
+
+def slower_than_reported(side: str, reported: list[float], wall: list[float]) -> list[str]:
+    """One message per run whose reported seconds exceed its process's wall time (a forged figure)."""
+    return [
+        f"{side} run {run} reported {r:g} s but its process ran {w:g} s"
+        for run, (r, w) in enumerate(zip(reported, wall, strict=False), start=1)
+        if r > w + WALL_SLACK
+    ]
+
+
+def _implausible(evidence: PerfEvidence, details: dict[str, object]) -> list[str]:
+    """Why the reported timings cannot be believed (``timing: reported`` only); fills in the wall figures."""
+    why = [*evidence.implausible, *slower_than_reported("candidate", evidence.candidate, evidence.candidate_wall)]
+    if _usable(evidence.baseline_wall) and _usable(evidence.candidate_wall):
+        wall = min(evidence.baseline_wall) / min(evidence.candidate_wall)
+        details["wall_speedup"] = round(wall, 4)
+        if _usable(evidence.baseline) and _usable(evidence.candidate):
+            reported = min(evidence.baseline) / min(evidence.candidate)
+            if reported > MAX_REPORTED_OVER_WALL * wall:
+                why.append(
+                    f"the reported speed-up {reported:.2f}x is more than {MAX_REPORTED_OVER_WALL:g} times "
+                    f"the wall speed-up {wall:.2f}x of the same runs"
+                )
+    return why
+
+
+def _integrity(spec: PerfSpec, evidence: PerfEvidence, details: dict[str, object]) -> tuple[list[str], list[str]]:
+    """The reason codes and messages of figures that cannot be trusted, in a fixed order."""
+    codes: list[str] = []
+    messages: list[str] = []
+    if evidence.modified:
+        codes.append("perf-benchmark-modified")
+        messages.append(f"sealed benchmark files changed (the base's were run): {', '.join(evidence.modified)}")
+    if evidence.mismatches:
+        codes.append("perf-output-mismatch")
+        messages += evidence.mismatches
+    implausible = _implausible(evidence, details) if spec.timing == "reported" else []
+    if implausible:
+        codes.append("perf-timing-implausible")
+        messages += implausible
+    return codes, messages
 
 
 class PerfGrader(Grader):
@@ -45,15 +103,25 @@ class PerfGrader(Grader):
             "noise_floor": spec.noise_floor,
             "min_speedup": spec.min_speedup,
         }
+        if spec.timing == "reported":
+            details.update(baseline_wall=evidence.baseline_wall, candidate_wall=evidence.candidate_wall)
+        if evidence.modified:
+            details["modified"] = evidence.modified
         if evidence.unchanged:
             details["speedup"] = 1.0
             return self._scored(spec, 1.0, details)
-        if evidence.errors or not (_usable(evidence.baseline) and _usable(evidence.candidate)):
-            why = evidence.errors or ["a timing was missing, non-finite or not positive"]
-            return self.component(0.0, False, details=details, messages=why, reason_codes=["perf-benchmark-failed"])
-        speedup = min(evidence.baseline) / min(evidence.candidate)
-        details["speedup"] = round(speedup, 4)
-        return self._scored(spec, speedup, details)
+        usable = _usable(evidence.baseline) and _usable(evidence.candidate)
+        if usable:
+            details["speedup"] = round(min(evidence.baseline) / min(evidence.candidate), 4)
+        codes, messages = _integrity(spec, evidence, details)
+        if codes and usable:
+            messages.insert(0, f"speed-up {details['speedup']}x measured, not scored")
+        if evidence.errors or not (usable or codes):
+            codes.append("perf-benchmark-failed")
+            messages += evidence.errors or ["a timing was missing, non-finite or not positive"]
+        if codes:
+            return self.component(0.0, False, details=details, messages=messages, reason_codes=codes)
+        return self._scored(spec, min(evidence.baseline) / min(evidence.candidate), details)
 
     def _scored(self, spec: PerfSpec, speedup: float, details: dict[str, object]) -> GradeComponent:
         score = perf_score(speedup, spec.noise_floor, spec.min_speedup)

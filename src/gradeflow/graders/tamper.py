@@ -3,7 +3,9 @@
 The evidence is the tamper scan of the patch (``tasks/tamper_scan.py``): findings the patch adds to
 non-test files, those already in the base left out. No finding scores 1 and passes. Any finding scores 0,
 fails with ``tamper-suspected`` and puts one message per finding, ``path:line: kind: message``, in the
-component, so a person can look. A scan is a heuristic: a finding is a reason to look, not proof.
+component, so a person can look (``path: kind: message`` for a finding about a whole file). Every shipped
+profile makes ``tamper-suspected`` a hard gate: the decision is ``rejected``. A scan is a heuristic: a
+finding is a reason to look, not proof.
 """
 
 from __future__ import annotations
@@ -38,6 +40,6 @@ class TamperGrader(Grader):
             0.0,
             False,
             details=details,
-            messages=[f"{f.path}:{f.line}: {f.kind}: {f.message}" for f in findings],
+            messages=[f"{f.path}{f':{f.line}' if f.line else ''}: {f.kind}: {f.message}" for f in findings],
             reason_codes=["tamper-suspected"],
         )

@@ -8,6 +8,7 @@
 | a pass_to_pass broken, off                             | score × (1 − broken/total)  |
 | no fail_to_pass declared                               | 1 when no pass_to_pass broke|
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
+| disk limit filled, report over the size/testcase cap   | 0 with a message            |
 
 A skipped fail_to_pass test counts as failed; a skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too. Quarantined test ids are reported, never scored. The role is
@@ -112,12 +113,16 @@ def _kept(outcome: Outcome, on_base: Outcome | None) -> bool:
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:
     """Why the run cannot be scored at all, as (reason code, message)."""
+    if run.disk_full:
+        return "disk-limit-exceeded", "the test command (or setup) filled the sandbox's disk limit"
     if run.setup_failed:
         return "setup-failed", f"the setup command failed on the submission (exit code {run.exit_code})"
     if run.oom_killed:
         return "oom-killed", "the test command was killed for using too much memory"
     if run.timed_out:
         return "test-timeout", f"the test command timed out after {run.duration:.0f} s"
+    if run.junit_too_large:
+        return "junit-too-large", f"the JUnit report is too large to grade: {run.junit_error}"
     if run.junit_tampered:
         return "junit-tampered", f"the JUnit report cannot be trusted: {run.junit_error}"
     if run.junit_error:

@@ -41,6 +41,17 @@ ENGINE_ERRORS: tuple[type[Exception], ...] = (
 )
 """What a failing or unreachable engine raises through the SDK."""
 API_TIMEOUT = 60
+DEFAULT_DISK = 1024**3
+"""``environment.disk`` when unset: 1 GiB, or half of ``memory`` when that is less."""
+WORKSPACE = "/workspace"
+OUTPUT_DIR = "/gradeflow/out"
+HOME_DIR = "/gradeflow/home"
+HARNESS_DIR = "/gradeflow/harness"
+WATCH_DIR = "/gradeflow/watch"
+WRITABLE = (WORKSPACE, OUTPUT_DIR, HOME_DIR, "/tmp", "/var/tmp")
+"""The folders a command may write, each a tmpfs of ``environment.disk`` bytes."""
+_HARNESS_BYTES = 16 * 1024 * 1024
+_WATCH_BYTES = 64 * 1024
 _NOBODY = 65534
 _PROBE = "import json, platform; print(json.dumps([platform.machine(), platform.python_version()]))"
 _probed: dict[str, tuple[str, str]] = {}
@@ -60,6 +71,8 @@ class DockerSettings:
     pids: int
     uid: int
     gid: int
+    disk: int = DEFAULT_DISK
+    """Bytes each writable tmpfs folder may hold (``environment.disk``), below ``memory``."""
 
     @classmethod
     def from_environment(cls, environment: EnvironmentSpec) -> DockerSettings:
@@ -68,6 +81,7 @@ class DockerSettings:
             memory = int(docker.utils.parse_bytes(environment.memory))
         except docker.errors.DockerException as exc:
             raise SpecError(f"environment.memory: {environment.memory!r} is not a size like '2g' ({exc})") from None
+        disk = _disk(environment, memory)
         uid, _, gid = environment.user.partition(":")
         gid = gid or uid
         if not uid.isdigit() or not gid.isdigit():
@@ -80,6 +94,7 @@ class DockerSettings:
             pids=environment.pids,
             uid=int(uid),
             gid=int(gid),
+            disk=disk,
         )
 
     @property
@@ -105,7 +120,45 @@ class DockerSettings:
             "security_opt": ["no-new-privileges"],
             "labels": {SANDBOX_LABEL: "docker", OWNER_LABEL: str(os.getpid())},
             "init": True,
+            "read_only": True,
+            "tmpfs": self.tmpfs(),
         }
+
+    def tmpfs(self) -> dict[str, str]:
+        """The container's only writable folders: tmpfs mounts of at most :attr:`disk` bytes each.
+
+        overlay2 on ext4 has no per-container quota, so a write to the image's file system would land on
+        the host's disk unbounded: the root file system is read-only instead. The harness folder is
+        root's; the watch folder belongs to the keeper, whose watcher records when a folder filled up.
+        """
+        owned = f"size={self.disk},uid={self.uid},gid={self.gid},mode=0755,exec"
+        shared = f"size={self.disk},mode=1777,exec"
+        keeper = self.keeper_user.split(":")[0]
+        return {
+            WORKSPACE: owned,
+            OUTPUT_DIR: owned,
+            HOME_DIR: owned,
+            "/tmp": shared,
+            "/var/tmp": shared,
+            HARNESS_DIR: f"size={_HARNESS_BYTES},mode=0755",
+            WATCH_DIR: f"size={_WATCH_BYTES},uid={keeper},gid={keeper},mode=0755",
+        }
+
+
+def _disk(environment: EnvironmentSpec, memory: int) -> int:
+    """Bytes of ``environment.disk`` (default :data:`DEFAULT_DISK` or half of memory); below ``memory``."""
+    if environment.disk is None:
+        return min(DEFAULT_DISK, memory // 2)
+    try:
+        disk = int(docker.utils.parse_bytes(environment.disk))
+    except docker.errors.DockerException as exc:
+        raise SpecError(f"environment.disk: {environment.disk!r} is not a size like '1g' ({exc})") from None
+    if disk >= memory:
+        raise SpecError(
+            f"environment.disk: {environment.disk!r} must be below environment.memory ({environment.memory!r}): "
+            "the container's files live in memory (tmpfs), so a full disk would be an out-of-memory kill"
+        )
+    return disk
 
 
 def connect(wait: float) -> Any:

@@ -17,7 +17,7 @@ import urllib3
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._docker_engine import ENGINE_ERRORS
-from gradeflow.sandbox._docker_io import OutputCapture
+from gradeflow.sandbox.base import OutputCapture
 
 __all__ = ["ExecOutcome", "finish", "run_exec"]
 
@@ -36,6 +36,8 @@ class ExecOutcome:
     stderr: str
     duration: float
     """Seconds from the start of the exec to the end of its process (or to the deadline)."""
+    stdout_bytes: int | None = None
+    """Bytes of stdout in all, once :func:`finish` has read the stream."""
 
     @property
     def timed_out(self) -> bool:
@@ -88,7 +90,11 @@ def finish(outcome: ExecOutcome, reader: _Reader, grace: float = 5.0) -> ExecOut
     if reader.is_alive():
         _close(reader.stream)
     return ExecOutcome(
-        exit_code=outcome.exit_code, stdout=reader.stdout.text(), stderr=reader.stderr.text(), duration=outcome.duration
+        exit_code=outcome.exit_code,
+        stdout=reader.stdout.text(),
+        stderr=reader.stderr.text(),
+        duration=outcome.duration,
+        stdout_bytes=reader.stdout.total,
     )
 
 

@@ -3,20 +3,40 @@
 A :class:`SandboxFactory` opens one :class:`Sandbox` per grading step over a host folder that already
 holds the repository to run (the private copy made by the snapshot step). Commands see the repository
 at :attr:`Sandbox.workspace` and may write reports under :attr:`Sandbox.output_dir`, which lies
-outside the repository. Closing a sandbox removes everything it created.
+outside the repository. Closing a sandbox removes everything it created. When a candidate's step
+fails as if the environment had, :meth:`SandboxFactory.probe` tells whether a fresh sandbox still works.
 """
 
 from __future__ import annotations
 
 import abc
+import os
 import platform
+import shutil
+import tarfile
+import tempfile
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
 
 from pydantic import BaseModel
 
-__all__ = ["MAX_OUTPUT_BYTES", "CommandResult", "Sandbox", "SandboxDescription", "SandboxFactory"]
+from gradeflow.errors import SandboxUnavailable
+
+__all__ = [
+    "MAX_OUTPUT_BYTES",
+    "PROBE_MIN_FREE_BYTES",
+    "CommandResult",
+    "OutputCapture",
+    "OutputTooLarge",
+    "Sandbox",
+    "SandboxDescription",
+    "SandboxFactory",
+    "archive_tree",
+    "check_free_space",
+    "remove_tree",
+    "replace_tree",
+]
 
 MAX_OUTPUT_BYTES = 64 * 1024
 """Captured stdout/stderr is cut to this many bytes (head and tail kept)."""
@@ -30,6 +50,8 @@ BASE_ENV = {
     "PYTHONUNBUFFERED": "1",
 }
 """Variables every command sees (the task's ``env`` may override them); nothing else is inherited."""
+PROBE_MIN_FREE_BYTES = 64 * 1024 * 1024
+"""Below this much free space where workspaces and baselines live, a probe reports the disk full."""
 
 
 class CommandResult(BaseModel):
@@ -44,10 +66,14 @@ class CommandResult(BaseModel):
     """Wall-clock seconds measured from outside the process."""
     timed_out: bool = False
     oom_killed: bool = False
+    disk_full: bool = False
+    """The sandbox's writable space (``environment.disk`` in docker) filled up while the command ran."""
+    stdout_bytes: int | None = None
+    """How many bytes the command wrote to stdout in all, captured or not (``None``: not counted)."""
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.oom_killed
+        return self.exit_code == 0 and not self.timed_out and not self.oom_killed and not self.disk_full
 
 
 class SandboxDescription(BaseModel):
@@ -62,6 +88,69 @@ class SandboxDescription(BaseModel):
     pythonhashseed: str = BASE_ENV["PYTHONHASHSEED"]
     python_environment: str | None = None
     """Where ``setup`` installs: the local sandbox's private environment per sandbox and what it layers over."""
+
+
+def archive_tree(root: Path, archive: Path) -> None:
+    """Write ``root``'s content to the tar ``archive``, names relative to it (``./x``); links stay links."""
+    with tarfile.open(archive, "w") as tar:
+        tar.add(root, arcname=".")
+
+
+def replace_tree(root: Path, archive: Path) -> None:
+    """Empty ``root`` (the folder itself stays), then extract ``archive`` into it; nothing lands outside it."""
+    for entry in list(root.iterdir()) if root.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            remove_tree(entry)
+        else:
+            entry.unlink()
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(root, filter="tar")
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove ``folder``, also when a command took the write or search permission off its subfolders."""
+    try:
+        shutil.rmtree(folder)
+    except FileNotFoundError:
+        return
+    except PermissionError:
+        for current, dirs, _ in os.walk(folder):
+            for name in dirs:
+                path = Path(current) / name
+                if not path.is_symlink():
+                    path.chmod(0o700)
+        shutil.rmtree(folder)
+
+
+class OutputTooLarge(ValueError):
+    """A file a command wrote (a report, a record) is over the size the reader allows."""
+
+
+class OutputCapture:
+    """Keeps the head and the tail of a stream of any length in bounded memory."""
+
+    def __init__(self, limit: int = MAX_OUTPUT_BYTES) -> None:
+        self._limit = limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+        """Bytes added in all."""
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            if len(self._tail) > 2 * self._limit:
+                del self._tail[: len(self._tail) - self._limit]
+
+    def text(self) -> str:
+        """The captured text, cut like :func:`cap_output` when it was longer than the limit."""
+        return cap_output(bytes(self._head + self._tail[-self._limit :]), self._limit)
 
 
 def cap_output(data: bytes, limit: int = MAX_OUTPUT_BYTES) -> str:
@@ -100,6 +189,24 @@ class Sandbox(abc.ABC):
         sandbox they cannot change them.
         """
 
+    @abc.abstractmethod
+    def export_workspace(self, archive: Path) -> None:
+        """Write the workspace as it is now to the host file ``archive``: a tar, names relative to its root.
+
+        The sandbox also keeps a copy of the other state commands made so far (``HOME``; in the local
+        sandbox the private Python environment), which :meth:`import_workspace` puts back.
+        """
+
+    @abc.abstractmethod
+    def import_workspace(self, archive: Path) -> None:
+        """Start afresh from ``archive`` (as :meth:`export_workspace` writes it, possibly edited).
+
+        Afterwards the workspace holds exactly the archive's content, ``HOME`` (and the local private
+        environment) is as at the last export, and ``TMPDIR`` is empty. The docker sandbox replaces its
+        container, so ``/tmp``, ``/var/tmp`` and ``/dev/shm`` start empty and nothing earlier commands
+        started survives; the harness folder is not carried over.
+        """
+
     def output_path(self, name: str) -> str:
         """The path of ``output_dir/name`` as commands see it."""
         return f"{self.output_dir.rstrip('/')}/{name}"
@@ -125,3 +232,26 @@ class SandboxFactory(abc.ABC):
     @abc.abstractmethod
     def describe(self) -> SandboxDescription:
         """Facts about the environment commands run in; raise ``SandboxUnavailable`` when it cannot run."""
+
+    @abc.abstractmethod
+    def probe(self) -> None:
+        """Check that a fresh sandbox works now; ``SandboxUnavailable`` naming what does not.
+
+        Called after a candidate's step failed in a way that looks like the environment's: when the
+        probe passes, the candidate broke its own sandbox. Never cached; a few seconds at most.
+        """
+
+
+def check_free_space(*folders: Path, minimum: int = PROBE_MIN_FREE_BYTES) -> None:
+    """``SandboxUnavailable`` when a folder's file system (or the temp folder's) has under ``minimum`` bytes free."""
+    for folder in (*folders, Path(tempfile.gettempdir())):
+        existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
+        try:
+            free = shutil.disk_usage(existing).free
+        except OSError as exc:
+            raise SandboxUnavailable(f"cannot read the free space under {existing}: {exc}") from None
+        if free < minimum:
+            raise SandboxUnavailable(
+                f"the disk under {existing} is full ({free // (1024 * 1024)} MiB free, "
+                f"{minimum // (1024 * 1024)} MiB needed)"
+            )

@@ -10,31 +10,44 @@ of the host is mounted), and starts an idle main process owned by another user. 
 - ``output_dir`` (``/gradeflow/out``) is emptied before each command, so a report read after ``run``
   was written by that command;
 - when a command ends, or its timeout passes, every process of the command user is killed (background
-  ones included), so nothing a command left running reaches the next one;
+  ones included), so nothing a command left running reaches the next one; when even that cannot run
+  (a fork bomb filled the pids limit), the engine kills the whole container and the command raises
+  ``SandboxBroken``;
 - ``oom_killed`` is read from the container's memory cgroup (``oom_kill`` counter), which also catches
   kills inside a ``docker exec`` that the engine's ``OOMKilled`` flag misses.
 
 Engine failures raise ``SandboxUnavailable``, which the Prefect tasks retry and the flow turns into an
-inconclusive grade. :meth:`DockerSandbox.close` removes the container; containers carry the label
+inconclusive grade unless :meth:`DockerSandboxFactory.probe` shows that a fresh container works (then the
+candidate broke its own). :meth:`DockerSandbox.close` removes the container; containers carry the label
 :data:`SANDBOX_LABEL`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import tarfile
+import tempfile
 import threading
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import docker.errors
 
-from gradeflow.errors import SandboxUnavailable
+from gradeflow.config import cache_dir
+from gradeflow.errors import SandboxBroken, SandboxUnavailable
 from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox._docker_disk import DF_COMMAND, disk_events, folders_full, start_watcher
 from gradeflow.sandbox._docker_engine import (
     DEFAULT_IMAGE,
     ENGINE_ERRORS,
+    HARNESS_DIR,
+    HOME_DIR,
+    OUTPUT_DIR,
     OWNER_LABEL,
     SANDBOX_LABEL,
+    WORKSPACE,
     DockerSettings,
     connect,
     probe_image,
@@ -42,8 +55,16 @@ from gradeflow.sandbox._docker_engine import (
     resolve_image,
 )
 from gradeflow.sandbox._docker_exec import finish, run_exec
-from gradeflow.sandbox._docker_io import harness_archive, is_regular_file, report_bytes, report_mtime, workspace_archive
-from gradeflow.sandbox.base import BASE_ENV, CommandResult, Sandbox, SandboxDescription, SandboxFactory
+from gradeflow.sandbox._docker_files import get_file, get_tree, put_tree
+from gradeflow.sandbox._docker_io import harness_archive, owned_copy, tree_archive
+from gradeflow.sandbox.base import (
+    BASE_ENV,
+    CommandResult,
+    Sandbox,
+    SandboxDescription,
+    SandboxFactory,
+    check_free_space,
+)
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -54,10 +75,6 @@ __all__ = [
     "DockerSettings",
 ]
 
-WORKSPACE = "/workspace"
-OUTPUT_DIR = "/gradeflow/out"
-HOME_DIR = "/gradeflow/home"
-HARNESS_DIR = "/gradeflow/harness"
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _KEEPER = ["sleep", "infinity"]
 # Empty the output folder (the command user owns everything in it), enter the workspace, run the command.
@@ -65,14 +82,18 @@ _PREPARE = (
     'find "$1" -mindepth 1 -delete 2>/dev/null || { chmod -R u+rwX "$1" && find "$1" -mindepth 1 -delete; } '
     '|| { echo "gradeflow: cannot empty $1" >&2; exit 125; }; cd "$2" || exit 125; exec sh -c "$3"'
 )
-# Kill every process of the command user (kill -1 spares the caller and PID 1), then read the OOM counter.
+# Kill every process of the command user (kill -1 spares the caller and PID 1) until none is left (a
+# process forking while the others die survives one round), then read the OOM counter and the disk's state.
 _REAP = (
-    "kill -9 -1 2>/dev/null; cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events "
-    "2>/dev/null; exit 0"
+    "i=0; while kill -9 -1 2>/dev/null && [ $i -lt 50 ]; do i=$((i+1)); done; "
+    f"cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null; {DF_COMMAND}; exit 0"
 )
 _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
+_IMPORT_ERRORS: tuple[type[Exception], ...] = (*ENGINE_ERRORS, OSError, tarfile.TarError)
 ENGINE_WAIT = 10.0
 """Seconds a factory waits for the engine to answer before ``SandboxUnavailable``."""
+PROBE_TIMEOUT = 30.0
+"""Seconds the probe's ``true`` may take in a fresh container."""
 
 
 class DockerSandbox(Sandbox):
@@ -85,6 +106,12 @@ class DockerSandbox(Sandbox):
         self._client = client
         self._settings = settings
         self._oom_kills = 0
+        self._disk_events = 0
+        self._no_room: str | None = None
+        """Why the workspace did not fit in ``environment.disk``; then every command is ``disk_full``."""
+        self._broken: str | None = None
+        self._image_id = image_id
+        self._saved_home: Path | None = None
         self._container: Any = self._create(image_id, host_workspace)
 
     def _create(self, image_id: str, host_workspace: Path) -> Any:
@@ -94,14 +121,11 @@ class DockerSandbox(Sandbox):
             )
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot create a container of {image_id[:19]}: {exc}") from None
-        settings = self._settings
         try:
-            with workspace_archive(
-                host_workspace, settings.uid, settings.gid, workspace=WORKSPACE, owned=[WORKSPACE, OUTPUT_DIR, HOME_DIR]
-            ) as archive:
-                if not container.put_archive("/", archive):
-                    raise SandboxUnavailable("the engine refused the workspace archive")
             container.start()
+            start_watcher(self._client.api, container.id, self._settings.keeper_user)
+            with tree_archive(host_workspace) as archive:
+                self._put(container, WORKSPACE, archive)
         except BaseException as exc:
             remove_container(container)
             if isinstance(exc, (*ENGINE_ERRORS, OSError)):
@@ -109,21 +133,36 @@ class DockerSandbox(Sandbox):
             raise
         return container
 
+    def _put(self, container: Any, folder: str, archive: IO[bytes]) -> None:
+        """Extract ``archive`` into ``folder`` as the command user; a tree that does not fit is remembered."""
+        if not put_tree(self._client.api, container.id, folder, archive, user=self._settings.user):
+            self._no_room = (
+                f"gradeflow: the files for {folder} do not fit in environment.disk ({self._settings.disk} bytes)"
+            )
+
     def _live(self) -> Any:
         if self._container is None:
             raise SandboxUnavailable("docker sandbox: used after close()")
         return self._container
 
     def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
-        """Run ``command`` with ``sh -c`` in ``/workspace``; see the module docstring for what is enforced."""
+        """Run ``command`` with ``sh -c`` in ``/workspace``; see the module docstring for what is enforced.
+
+        ``SandboxBroken`` when the processes a command left cannot be reaped: the container is killed,
+        and every later command of this sandbox raises the same.
+        """
         container = self._live()
+        if self._broken is not None:
+            raise SandboxBroken(self._broken)
+        if self._no_room is not None:
+            return CommandResult(command=command, exit_code=125, stderr=self._no_room, disk_full=True)
         argv = ["sh", "-c", _PREPARE, "gradeflow", OUTPUT_DIR, WORKSPACE, command]
         environment = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp", **env}
         try:
             pending, reader = run_exec(
                 self._client.api, container.id, argv, user=self._settings.user, env=environment, timeout=timeout
             )
-            oom_killed = self._reap(container)
+            oom_killed, disk_full = self._reap(container, command)
             outcome = finish(pending, reader)
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot run {command!r}: {exc}") from None
@@ -135,52 +174,96 @@ class DockerSandbox(Sandbox):
             duration=outcome.duration,
             timed_out=outcome.timed_out,
             oom_killed=oom_killed,
+            disk_full=disk_full,
+            stdout_bytes=outcome.stdout_bytes,
         )
 
-    def _reap(self, container: Any) -> bool:
-        """Kill what the last command left running; whether the memory cgroup killed a process meanwhile."""
-        exit_code, output = container.exec_run(["sh", "-c", _REAP], user=self._settings.user)
+    def _reap(self, container: Any, command: str) -> tuple[bool, bool]:
+        """Kill what the last command left running; whether memory ran out meanwhile, and whether disk did.
+
+        When the reaper cannot even start (the pids limit is full) or fails, the engine kills the whole
+        container from outside and ``SandboxBroken`` is raised.
+        """
+        try:
+            exit_code, output = container.exec_run(["sh", "-c", _REAP], user=self._settings.user)
+        except docker.errors.APIError as exc:  # the engine answered: the container refused the exec
+            exit_code, output = None, str(exc).encode(errors="replace")
         found = _OOM_KILL.search(output or b"")
         if exit_code != 0 or found is None:
-            raise SandboxUnavailable(
-                f"docker sandbox: cannot clean up after a command (exit {exit_code}): {(output or b'')[-200:]!r}"
+            tail = (output or b"").decode(errors="replace").strip()[-160:]
+            self._broken = (
+                f"docker sandbox: the processes {command!r} left behind could not be reaped "
+                f"(exit {exit_code}: {tail!r}); the container was killed"
             )
+            with contextlib.suppress(*ENGINE_ERRORS):
+                container.kill()
+            raise SandboxBroken(self._broken)
         kills = int(found.group(1))
         oom_killed, self._oom_kills = kills > self._oom_kills, kills
-        return oom_killed
+        events = disk_events(output)
+        filled = events is not None and events > self._disk_events
+        self._disk_events = events if events is not None else self._disk_events
+        return oom_killed, filled or bool(folders_full(output))
 
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
         """The bytes and mtime of a regular file ``output_dir/name``; links and folders count as absent."""
         container = self._live()
         try:
-            chunks, stat = container.get_archive(self.output_path(name))
-            if not is_regular_file(stat):
-                return None
-            if int(stat["size"]) > max_bytes:
-                raise ValueError(f"{name} is {stat['size']} bytes, over the {max_bytes}-byte cap")
-            data = report_bytes(chunks, max_bytes)
-        except docker.errors.NotFound:
-            return None
+            return get_file(self._client.api, container.id, self.output_path(name), max_bytes, user=self._settings.user)
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot read {self.output_path(name)}: {exc}") from None
-        return None if data is None else (data, report_mtime(stat))
 
     def install_harness(self, files: dict[str, bytes]) -> str:
         """Copy ``files`` into ``/gradeflow/harness``, owned by root: commands read them, never change them."""
         container = self._live()
         try:
-            with harness_archive(HARNESS_DIR, files) as archive:
-                if not container.put_archive("/", archive):
-                    raise SandboxUnavailable("the engine refused the harness archive")
+            with harness_archive(files) as archive:
+                if not put_tree(self._client.api, container.id, HARNESS_DIR, archive, user="0:0", clear=True):
+                    raise SandboxUnavailable(f"docker sandbox: the harness does not fit in {HARNESS_DIR}")
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy the harness in: {exc}") from None
         return HARNESS_DIR
+
+    def export_workspace(self, archive: Path) -> None:
+        """Copy ``/workspace`` out to ``archive``, and ``HOME`` to a host file kept for :meth:`import_workspace`."""
+        container = self._live()
+        if self._saved_home is None:
+            handle, name = tempfile.mkstemp(prefix="gradeflow-home-", suffix=".tar")
+            os.close(handle)
+            self._saved_home = Path(name)
+        try:
+            for source, target in ((WORKSPACE, archive), (HOME_DIR, self._saved_home)):
+                with target.open("wb") as out:
+                    get_tree(self._client.api, container.id, source, out, user=self._settings.user)
+        except ENGINE_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot copy the workspace out: {exc}") from None
+
+    def import_workspace(self, archive: Path) -> None:
+        """Replace the container by a fresh one: ``archive`` in ``/workspace``, ``HOME`` as last exported."""
+        old, self._container = self._container, None
+        if old is not None:
+            remove_container(old)
+        self._oom_kills = self._disk_events = 0
+        self._no_room = None
+        with tempfile.TemporaryDirectory(prefix="gradeflow-empty-") as empty:
+            self._container = self._create(self._image_id, Path(empty))
+        parts = [(WORKSPACE, archive)]
+        if self._saved_home is not None:
+            parts.append((HOME_DIR, self._saved_home))
+        try:
+            for folder, source in parts:
+                with owned_copy(source, self._settings.uid, self._settings.gid) as tree:
+                    self._put(self._container, folder, tree)
+        except _IMPORT_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot copy the workspace in: {exc}") from None
 
     def close(self) -> None:
         """Remove the container and everything in it. Idempotent; a failed removal is logged."""
         container, self._container = self._container, None
         if container is not None:
             remove_container(container)
+        if self._saved_home is not None:
+            self._saved_home.unlink(missing_ok=True)
 
 
 class DockerSandboxFactory(SandboxFactory):
@@ -210,6 +293,24 @@ class DockerSandboxFactory(SandboxFactory):
     def open(self, host_workspace: Path) -> DockerSandbox:
         client, image_id = self._connected()
         return DockerSandbox(client, self.settings, image_id, host_workspace)
+
+    def probe(self) -> None:
+        """The engine answers a ping, a fresh container of the image runs ``true``, the host disks have room."""
+        check_free_space(cache_dir())
+        client, _ = self._connected()
+        try:
+            client.ping()
+        except ENGINE_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: the engine does not answer a ping: {exc}") from None
+        try:
+            with tempfile.TemporaryDirectory(prefix="gradeflow-probe-") as folder, self.open(Path(folder)) as box:
+                result = box.run("true", env={}, timeout=PROBE_TIMEOUT)
+        except OSError as exc:
+            raise SandboxUnavailable(f"docker sandbox: a fresh container cannot be made: {exc}") from None
+        if not result.ok:
+            raise SandboxUnavailable(
+                f"docker sandbox: `true` fails in a fresh container (exit {result.exit_code}): {result.stderr[-200:]!r}"
+            )
 
     def describe(self) -> SandboxDescription:
         """The image name and id, and the architecture and Python version inside it."""

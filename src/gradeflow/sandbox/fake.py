@@ -8,6 +8,11 @@ workspace and write files (a JUnit report) into ``call.output_dir`` first. Nothi
         return call.result(exit_code=0)
 
     factory = FakeSandboxFactory(handler)
+
+A handler that raises ``SandboxUnavailable`` plays an environment failure. Whether the flow then
+blames the candidate depends on :meth:`FakeSandboxFactory.probe`: by default the fake's environment is
+at fault (the grade stays inconclusive); ``healthy=True`` makes the probe pass, so the same failure in a
+candidate's step is the candidate's (``candidate-broke-sandbox``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from gradeflow.sandbox.base import CommandResult, Sandbox, SandboxDescription, SandboxFactory
+from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox.base import (
+    CommandResult,
+    OutputTooLarge,
+    Sandbox,
+    SandboxDescription,
+    SandboxFactory,
+    archive_tree,
+    replace_tree,
+)
 
 __all__ = ["FakeCall", "FakeSandbox", "FakeSandboxFactory"]
 
@@ -68,7 +82,7 @@ class FakeSandbox(Sandbox):
         if not path.is_file():
             return None
         if path.stat().st_size > max_bytes:
-            raise ValueError(f"{name} is over the {max_bytes}-byte cap")
+            raise OutputTooLarge(f"{name} is over the {max_bytes}-byte cap")
         return path.read_bytes(), path.stat().st_mtime
 
     def install_harness(self, files: dict[str, bytes]) -> str:
@@ -78,6 +92,12 @@ class FakeSandbox(Sandbox):
         for name, data in files.items():
             (folder / name).write_bytes(data)
         return str(folder)
+
+    def export_workspace(self, archive: Path) -> None:
+        archive_tree(Path(self.workspace), archive)
+
+    def import_workspace(self, archive: Path) -> None:
+        replace_tree(Path(self.workspace), archive)
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
@@ -91,6 +111,10 @@ class FakeSandboxFactory(SandboxFactory):
     handler: Handler
     description: SandboxDescription = field(default_factory=lambda: SandboxDescription(sandbox="fake"))
     calls: list[FakeCall] = field(default_factory=list)
+    healthy: bool = False
+    """What :meth:`probe` finds: ``True`` passes, ``False`` raises ``SandboxUnavailable``. Tests may flip it."""
+    probes: int = 0
+    """How many times :meth:`probe` was called."""
     kind: ClassVar[str] = "fake"
 
     def open(self, host_workspace: Path) -> FakeSandbox:
@@ -98,3 +122,8 @@ class FakeSandboxFactory(SandboxFactory):
 
     def describe(self) -> SandboxDescription:
         return self.description
+
+    def probe(self) -> None:
+        self.probes += 1
+        if not self.healthy:
+            raise SandboxUnavailable("fake sandbox: the probe finds the environment broken (healthy=False)")

@@ -1,7 +1,10 @@
 """The local sandbox: commands run on this machine, in a private copy, for trusted code only.
 
-Each command runs in its own process group with a scrubbed environment (``BASE_ENV``, a private
-``HOME`` and ``TMPDIR``, plus the task's ``env``); the timeout kills the whole group. ``python`` and
+Each command runs in its own session with a scrubbed environment (``BASE_ENV``, a private ``HOME`` and
+``TMPDIR``, plus the task's ``env``). When it ends, or at its timeout, everything it started is killed,
+daemons that called ``setsid`` included (a PID namespace as root, else a marker scan: see
+:mod:`gradeflow.sandbox._local_procs`); its output is read through pipes, head and tail kept in memory,
+so nothing it prints reaches the disk. ``python`` and
 ``pip`` are a private virtual environment's, made fresh for every sandbox and layered over the
 interpreter running gradeflow (its packages, pytest included, are importable; what ``setup`` installs
 lands in the private layer and wins over them), so no ``pip install`` lands in gradeflow's own
@@ -12,11 +15,8 @@ docker sandbox.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import platform
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -24,16 +24,22 @@ import tempfile
 import time
 import venv
 from pathlib import Path
-from typing import IO, ClassVar
+from typing import ClassVar
 
+from gradeflow.config import cache_dir
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox._local_procs import Containment, Drain, pid_namespace_available
 from gradeflow.sandbox.base import (
     BASE_ENV,
     CommandResult,
+    OutputTooLarge,
     Sandbox,
     SandboxDescription,
     SandboxFactory,
-    cap_output,
+    archive_tree,
+    check_free_space,
+    remove_tree,
+    replace_tree,
 )
 
 __all__ = ["LocalSandbox", "LocalSandboxFactory"]
@@ -73,11 +79,14 @@ def make_private_environment(folder: Path) -> Path:
 class LocalSandbox(Sandbox):
     """Runs commands in ``host_workspace`` itself; scratch folders live in a private temp dir."""
 
-    def __init__(self, host_workspace: Path) -> None:
+    def __init__(self, host_workspace: Path, *, pid_namespace: bool | None = None) -> None:
+        """``pid_namespace``: run commands in a PID namespace (``None``: when this machine allows it)."""
+        self._pid_namespace = pid_namespace_available() if pid_namespace is None else pid_namespace
         self._scratch = Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
         self._python = make_private_environment(self._scratch / "env")
+        self._saved: Path | None = None
         self.workspace = str(host_workspace)
         self.output_dir = str(self._scratch / "out")
 
@@ -95,38 +104,44 @@ class LocalSandbox(Sandbox):
         # A report left by an earlier command (setup, say) must never pass for this command's report.
         shutil.rmtree(self.output_dir, ignore_errors=True)
         Path(self.output_dir).mkdir()
+        contain = Containment(self._pid_namespace)
         started = time.perf_counter()
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            try:
-                proc = subprocess.Popen(
-                    command,
-                    shell=True,
-                    cwd=self.workspace,
-                    env=self._environment(env),
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise SandboxUnavailable(f"local sandbox cannot start {command!r}: {exc}") from exc
-            timed_out = False
-            try:
-                exit_code: int | None = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out, exit_code = True, None
-            _kill_group(proc.pid)
-            if timed_out:
-                proc.wait()
-            duration = time.perf_counter() - started
-            return CommandResult(
-                command=command,
-                exit_code=exit_code,
-                stdout=_read(out),
-                stderr=_read(err),
-                duration=duration,
-                timed_out=timed_out,
+        try:
+            proc = subprocess.Popen(
+                contain.argv(command),
+                cwd=self.workspace,
+                env=contain.environment(self._environment(env)),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
             )
+        except OSError as exc:
+            raise SandboxUnavailable(f"local sandbox cannot start {command!r}: {exc}") from exc
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = Drain(proc.stdout), Drain(proc.stderr)
+        out.start()
+        err.start()
+        timed_out = False
+        try:
+            exit_code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out, exit_code = True, None
+        duration = time.perf_counter() - started
+        contain.kill_all(proc.pid)
+        if timed_out:
+            proc.wait()
+            duration = time.perf_counter() - started
+        stdout, stderr = out.finish(_OUTPUT_GRACE), err.finish(_OUTPUT_GRACE)
+        return CommandResult(
+            command=command,
+            exit_code=exit_code,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            duration=duration,
+            timed_out=timed_out,
+            stdout_bytes=stdout.total,
+        )
 
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
         path = Path(self.output_dir) / name
@@ -134,7 +149,7 @@ class LocalSandbox(Sandbox):
             return None
         size = path.stat().st_size
         if size > max_bytes:
-            raise ValueError(f"{name} is {size} bytes, over the {max_bytes}-byte cap")
+            raise OutputTooLarge(f"{name} is {size} bytes, over the {max_bytes}-byte cap")
         return path.read_bytes(), path.stat().st_mtime
 
     def install_harness(self, files: dict[str, bytes]) -> str:
@@ -145,31 +160,60 @@ class LocalSandbox(Sandbox):
             (folder / name).write_bytes(data)
         return str(folder)
 
+    def export_workspace(self, archive: Path) -> None:
+        archive_tree(Path(self.workspace), archive)
+        # Not beside HOME, where a command would find it by a relative path.
+        if self._saved is None:
+            self._saved = Path(tempfile.mkdtemp(prefix="gradeflow-saved-"))
+        saved = self._saved
+        for name in ("home", "env"):
+            remove_tree(saved / name)
+            shutil.copytree(self._scratch / name, saved / name, symlinks=True)
+
+    def import_workspace(self, archive: Path) -> None:
+        # In place: an editable install made by setup names the workspace's and the environment's paths.
+        replace_tree(Path(self.workspace), archive)
+        if self._saved is not None:
+            for name in ("home", "env"):
+                remove_tree(self._scratch / name)
+                shutil.copytree(self._saved / name, self._scratch / name, symlinks=True)
+        remove_tree(self._scratch / "tmp")
+        (self._scratch / "tmp").mkdir()
+
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._saved is not None:
+            shutil.rmtree(self._saved, ignore_errors=True)
 
 
-def _kill_group(pid: int) -> None:
-    # Background processes the command left behind die with it, on success as on timeout.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _read(handle: IO[bytes]) -> str:
-    handle.seek(0)
-    return cap_output(handle.read(_MAX_READ))
-
-
-_MAX_READ = 16 * 1024 * 1024
+_OUTPUT_GRACE = 5.0
+"""Seconds to wait for the output pipes to close once everything the command started was killed."""
+_PROBE_TIMEOUT = 30.0
 
 
 class LocalSandboxFactory(SandboxFactory):
-    """Opens :class:`LocalSandbox` instances."""
+    """Opens :class:`LocalSandbox` instances; ``pid_namespace`` as for :class:`LocalSandbox`."""
 
     kind: ClassVar[str] = "local"
 
+    def __init__(self, *, pid_namespace: bool | None = None) -> None:
+        self.pid_namespace = pid_namespace
+
     def open(self, host_workspace: Path) -> LocalSandbox:
-        return LocalSandbox(host_workspace)
+        return LocalSandbox(host_workspace, pid_namespace=self.pid_namespace)
+
+    def probe(self) -> None:
+        """The disks under gradeflow's home and the temp folder have room, and ``true`` runs in a fresh sandbox."""
+        check_free_space(cache_dir())
+        try:
+            with tempfile.TemporaryDirectory(prefix="gradeflow-probe-") as folder, self.open(Path(folder)) as box:
+                result = box.run("true", env={}, timeout=_PROBE_TIMEOUT)
+        except OSError as exc:
+            raise SandboxUnavailable(f"local sandbox: a fresh sandbox cannot be made: {exc}") from None
+        if not result.ok:
+            raise SandboxUnavailable(
+                f"local sandbox: `true` fails in a fresh sandbox (exit {result.exit_code}): {result.stderr[-200:]!r}"
+            )
 
     def describe(self) -> SandboxDescription:
         return SandboxDescription(

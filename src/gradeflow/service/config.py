@@ -1,4 +1,5 @@
-"""The service config file: nightly schedule, the suite it evaluates, sandbox slots, GitHub routing.
+"""The service config file: nightly schedule, the suite it evaluates, sandbox slots, GitHub routing,
+and what the webhook accepts (profiles a payload may name, how long a body may take).
 
 Found at ``--config PATH``, else ``$GRADEFLOW_CONFIG``, else ``gradeflow.yaml`` in the current folder
 when it exists; otherwise every default applies. Relative paths resolve against the file's folder.
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gradeflow.spec import load_model
 
-__all__ = ["DEFAULT_SCHEDULE", "GitHubConfig", "ServiceConfig", "load_service_config"]
+__all__ = ["DEFAULT_SCHEDULE", "GitHubConfig", "ServiceConfig", "WebhookConfig", "load_service_config"]
 
 DEFAULT_SCHEDULE = "0 2 * * *"
 
@@ -30,6 +31,18 @@ class GitHubConfig(BaseModel):
     """Fetch the pull request's diff from its ``diff_url``; off where the network is closed."""
     token_env: str = "GITHUB_TOKEN"
     """Environment variable holding a token for private repositories (sent only to the diff URL)."""
+
+
+class WebhookConfig(BaseModel):
+    """What ``gradeflow webhook`` accepts beyond the signature."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    profiles: list[str] = Field(default_factory=list)
+    """Profile YAML files a payload may name (by the profile's ``name``) besides the shipped profiles;
+    relative to the config file. A payload cannot name a file path."""
+    body_timeout: float = Field(default=10.0, gt=0, le=300)
+    """Seconds a request's headers, and then its body, may take to arrive before the connection is dropped."""
 
 
 class ServiceConfig(BaseModel):
@@ -55,6 +68,7 @@ class ServiceConfig(BaseModel):
     crash_after: int = Field(default=90, ge=45)
     """Seconds without a heartbeat after which a running grade is marked ``Crashed`` (heartbeats every 30 s)."""
     github: GitHubConfig = Field(default_factory=GitHubConfig)
+    webhook: WebhookConfig = Field(default_factory=WebhookConfig)
 
 
 def _config_path(path: str | Path | None) -> Path | None:
@@ -73,6 +87,11 @@ def load_service_config(path: str | Path | None = None) -> ServiceConfig:
         return ServiceConfig(suite=str(Path("suite.yaml").resolve()), reports=str(Path(".gradeflow/reports").resolve()))
     config = load_model(file, ServiceConfig, "service config", allow_empty=True)
     folder = file.resolve().parent
+    profiles = [str((folder / profile).resolve()) for profile in config.webhook.profiles]
     return config.model_copy(
-        update={"suite": str((folder / config.suite).resolve()), "reports": str((folder / config.reports).resolve())}
+        update={
+            "suite": str((folder / config.suite).resolve()),
+            "reports": str((folder / config.reports).resolve()),
+            "webhook": config.webhook.model_copy(update={"profiles": profiles}),
+        }
     )

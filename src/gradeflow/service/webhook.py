@@ -2,17 +2,22 @@
 
 Every delivery is checked in this order, each failure answered with a JSON ``{"error", "detail"}``:
 
-1. body larger than 1 MiB, counted while reading (``Content-Length`` is not trusted) → 413;
-2. ``X-Hub-Signature-256: sha256=<hex>`` missing → 401, not the HMAC-SHA256 of the raw body under
+1. headers not complete within ``webhook.body_timeout`` (default 10 s) of the connection → the connection
+   is closed; then a body not complete within as long again → 408 and the connection is closed;
+2. body larger than 1 MiB, counted while reading (``Content-Length`` is not trusted) → 413;
+3. ``X-Hub-Signature-256: sha256=<hex>`` missing → 401, not the HMAC-SHA256 of the raw body under
    ``GRADEFLOW_WEBHOOK_SECRET`` (constant-time comparison) → 401;
-3. not JSON → 400; a field missing or invalid, an unknown task or repository → 422;
-4. a delivery id seen before (``X-GitHub-Delivery``; for ``/hooks/grade`` without it, the body's
-   SHA-256) → 409, and no second run;
-5. otherwise a flow run of the ``grade-submission`` deployment is created through the Prefect API,
-   with the delivery id as its idempotency key, and the answer is 202 ``{"flow_run_id": "<uuid>"}``.
+4. not JSON, nested deeper than 32 levels, or a number past 2⁶³ (:mod:`gradeflow.service.payloads`) → 400;
+   a field missing or invalid, an unknown task or repository → 422; a ``profile`` that is neither shipped
+   nor listed in the service config (``webhook.profiles``, named by the profile's ``name``) → 422;
+5. a request for what was already graded, whatever its delivery id: the same task spec (by hash),
+   submission id, patch (by hash) and profile (:func:`~gradeflow.service.deliveries.request_key`) →
+   200 ``{"flow_run_id": <the existing run>, "duplicate": true}``, and no second run;
+6. otherwise a flow run of the ``grade-submission`` deployment is created through the Prefect API, with
+   that key as its idempotency key, and the answer is 202 ``{"flow_run_id": "<uuid>", "duplicate": false}``.
    When the Prefect API cannot be reached, or does not answer within 8 s, the answer is 503 and the
-   delivery may be sent again: should the run have been created after all, the redelivery's identical
-   idempotency key makes Prefect return that run instead of creating a second one.
+   request may be sent again: should the run have been created after all, the identical idempotency
+   key makes Prefect return that run instead of creating a second one.
 
 The grade never runs inside the request: a worker or ``gradeflow serve`` picks the run up.
 """
@@ -22,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -38,12 +42,18 @@ from starlette.routing import Route
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import SpecError
+from gradeflow.models import Submission
+from gradeflow.policy import available_profiles, load_profile
 from gradeflow.service.config import ServiceConfig
-from gradeflow.service.deliveries import DeliveryStore
+from gradeflow.service.deadline import header_deadline_protocol
+from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
 from gradeflow.service.params import GradeRequest
+from gradeflow.service.payloads import PayloadError, parse_json
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
+from gradeflow.spec import load_task
+from gradeflow.suite import patch_hash
 
 __all__ = ["MAX_BODY_BYTES", "PrefectStarter", "Receiver", "RunStarter", "create_app", "run_webhook", "sign"]
 
@@ -71,8 +81,12 @@ class Receiver:
     config: ServiceConfig
     start_run: RunStarter
     fetch: DiffFetcher
+    profiles: dict[str, str]
+    """Profile name → YAML path of the profiles listed in ``webhook.profiles`` (shipped ones are allowed anyway)."""
     deadline: float = 8.0
     """Seconds a run creation may take before the answer is 503 (GitHub gives up on a hook after 10 s)."""
+    body_timeout: float = 10.0
+    """Seconds the body may take to arrive once the headers are in, before a 408."""
 
 
 def sign(secret: bytes, body: bytes) -> str:
@@ -80,12 +94,16 @@ def sign(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-async def _read_body(request: Request) -> bytes:
+async def _read_body(request: Request, timeout: float) -> bytes:
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise Rejection(413, "too-large", f"body larger than {MAX_BODY_BYTES} bytes")
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise Rejection(413, "too-large", f"body larger than {MAX_BODY_BYTES} bytes")
+    except TimeoutError:
+        raise Rejection(408, "body-timeout", f"the body did not arrive within {timeout:g} s") from None
     return bytes(body)
 
 
@@ -97,36 +115,62 @@ def _verify(secret: bytes, body: bytes, header: str | None) -> None:
 
 
 async def _signed_json(receiver: Receiver, request: Request) -> Any:
-    body = await _read_body(request)
+    body = await _read_body(request, receiver.body_timeout)
     _verify(receiver.secret, body, request.headers.get("x-hub-signature-256"))
     try:
-        return json.loads(body), body
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Rejection(400, "malformed", f"body is not JSON: {exc}") from None
+        return parse_json(body)
+    except PayloadError as exc:
+        raise Rejection(400, exc.error, str(exc)) from None
 
 
-async def _accept(receiver: Receiver, delivery: str, build: Callable[[], Awaitable[GradeRequest]]) -> JSONResponse:
-    if not receiver.store.claim(delivery):
-        raise Rejection(409, "replayed", f"delivery {delivery} was accepted before")
+def _request_key(grade: GradeRequest) -> str:
+    """What the request grades, hashed: the spec and the profile are read now, so an edit of either is new."""
     try:
-        grade = await build()
-        run_id = await asyncio.wait_for(receiver.start_run(grade, delivery), receiver.deadline)
-    except Rejection:
-        receiver.store.release(delivery)
-        raise
+        task_spec = load_task(grade.task_path)
+        policy = load_profile(grade.profile or task_spec.grading.profile)
+    except SpecError as exc:
+        raise Rejection(503, "task-unavailable", str(exc)) from None
+    patch = patch_hash(Submission(submission_id=grade.submission_id, patch=grade.patch))
+    return request_key(task_spec.spec_hash(), grade.submission_id, patch, policy.model_dump_json())
+
+
+async def _accept(receiver: Receiver, grade: GradeRequest) -> JSONResponse:
+    key = _request_key(grade)
+    existing = receiver.store.flow_run_of(key)
+    if existing:
+        return JSONResponse({"flow_run_id": existing, "duplicate": True}, status_code=200)
+    first = receiver.store.claim(key)
+    try:
+        # The loser of a race asks too: the shared idempotency key makes Prefect answer with the winner's run.
+        run_id = await asyncio.wait_for(receiver.start_run(grade, key), receiver.deadline)
     except Exception as exc:  # the API boundary: any failure to start is the sender's cue to redeliver
         # Safe even if the run was created after all: a redelivery carries the same Prefect idempotency key.
-        receiver.store.release(delivery)
+        if first:
+            receiver.store.release(key)
         reason = "no answer within the deadline" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
         raise Rejection(503, "prefect-unavailable", reason) from None
-    receiver.store.record(delivery, run_id)
-    return JSONResponse({"flow_run_id": run_id}, status_code=202)
+    if not first:
+        return JSONResponse({"flow_run_id": run_id, "duplicate": True}, status_code=200)
+    receiver.store.record(key, run_id)
+    return JSONResponse({"flow_run_id": run_id, "duplicate": False}, status_code=202)
+
+
+def _profile(receiver: Receiver, name: Any) -> str | None:
+    """The profile a payload names, as the worker loads it: a shipped name, or the path of a listed one."""
+    if name is None or (isinstance(name, str) and name in available_profiles()):
+        return name
+    if isinstance(name, str) and name in receiver.profiles:
+        return receiver.profiles[name]
+    allowed = ", ".join([*available_profiles(), *receiver.profiles])
+    raise Rejection(422, "unknown-profile", f"profile {name!r} is not one this receiver grades with ({allowed})")
 
 
 def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequest:
     path = receiver.tasks.get(str(task_id))
     if path is None:
         raise Rejection(422, "unknown-task", f"no task spec with task_id {task_id!r}")
+    if "profile" in fields:
+        fields["profile"] = _profile(receiver, fields["profile"])
     try:
         return GradeRequest(task_id=str(task_id), task_path=str(path), ledger=receiver.config.ledger, **fields)
     except ValidationError as exc:
@@ -138,7 +182,7 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
 async def grade_hook(request: Request) -> JSONResponse:
     """``POST /hooks/grade``: ``{"task_id", "submission_id", "patch", "metadata"}``."""
     receiver: Receiver = request.app.state.receiver
-    payload, body = await _signed_json(receiver, request)
+    payload = await _signed_json(receiver, request)
     if not isinstance(payload, dict):
         raise Rejection(422, "invalid", "the payload is a JSON object")
     missing = [key for key in ("task_id", "submission_id", "patch") if key not in payload]
@@ -146,21 +190,15 @@ async def grade_hook(request: Request) -> JSONResponse:
         raise Rejection(422, "invalid", f"missing field(s): {', '.join(missing)}")
     known = {"submission_id", "patch", "metadata", "profile"}
     fields = {key: value for key, value in payload.items() if key in known}
-    grade = _grade_request(receiver, payload["task_id"], **fields)
-    delivery = request.headers.get("x-github-delivery") or "sha256:" + hashlib.sha256(body).hexdigest()
-
-    async def build() -> GradeRequest:
-        return grade
-
-    return await _accept(receiver, delivery, build)
+    return await _accept(receiver, _grade_request(receiver, payload["task_id"], **fields))
 
 
 async def github_hook(request: Request) -> JSONResponse:
     """``POST /hooks/github``: a ``pull_request`` event (``opened``/``reopened``/``synchronize``)."""
     receiver: Receiver = request.app.state.receiver
-    payload, _ = await _signed_json(receiver, request)
-    event, delivery = request.headers.get("x-github-event", ""), request.headers.get("x-github-delivery")
-    if not delivery:
+    payload = await _signed_json(receiver, request)
+    event = request.headers.get("x-github-event", "")
+    if not request.headers.get("x-github-delivery"):
         raise Rejection(400, "no-delivery-id", "X-GitHub-Delivery header is missing")
     if event != "pull_request":
         return JSONResponse({"ignored": f"event {event or '(none)'}"}, status_code=200)
@@ -174,16 +212,14 @@ async def github_hook(request: Request) -> JSONResponse:
     if task_id is None:
         raise Rejection(422, "unknown-repo", f"repository {pr.repo} is not mapped to a task (config github.repos)")
 
-    async def build() -> GradeRequest:
-        if not receiver.config.github.fetch_diffs:
-            raise Rejection(422, "no-diff", "fetching diffs is disabled (config github.fetch_diffs)")
-        try:
-            patch = await receiver.fetch(pr.diff_url)
-        except DiffUnavailable as exc:
-            raise Rejection(502, "diff-unavailable", str(exc)) from None
-        return _grade_request(receiver, task_id, submission_id=pr.submission_id, patch=patch, metadata=pr.metadata())
-
-    return await _accept(receiver, delivery, build)
+    if not receiver.config.github.fetch_diffs:
+        raise Rejection(422, "no-diff", "fetching diffs is disabled (config github.fetch_diffs)")
+    try:
+        patch = await receiver.fetch(pr.diff_url)
+    except DiffUnavailable as exc:
+        raise Rejection(502, "diff-unavailable", str(exc)) from None
+    grade = _grade_request(receiver, task_id, submission_id=pr.submission_id, patch=patch, metadata=pr.metadata())
+    return await _accept(receiver, grade)
 
 
 async def health(request: Request) -> JSONResponse:
@@ -192,7 +228,9 @@ async def health(request: Request) -> JSONResponse:
 
 async def _rejected(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Rejection)
-    return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status)
+    # A body that did not arrive is not waited for any longer: the connection goes with the answer.
+    headers = {"Connection": "close"} if exc.status == 408 else None
+    return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status, headers=headers)
 
 
 def _lifespan(starter: RunStarter) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
@@ -215,19 +253,23 @@ def create_app(
     start_run: RunStarter | None = None,
     fetch: DiffFetcher | None = None,
 ) -> Starlette:
-    """The receiver app; ``SpecError`` when no secret is set or the task folder holds no task spec."""
+    """The receiver app; ``SpecError`` when no secret is set, the task folder holds no task spec, or a
+    profile listed in ``webhook.profiles`` cannot be loaded or takes a shipped profile's name."""
     secret = secret if secret is not None else os.environ.get("GRADEFLOW_WEBHOOK_SECRET", "")
     if not secret:
         raise SpecError("GRADEFLOW_WEBHOOK_SECRET is not set: the receiver refuses to run without a secret")
     config = config or ServiceConfig()
+    profiles = _listed_profiles(config)
     starter = start_run or PrefectStarter()
     receiver = Receiver(
         secret=secret.encode(),
         tasks=find_task_specs(Path(tasks_dir)),
-        store=DeliveryStore(store_path or cache_dir() / "webhook-deliveries.db"),
+        store=DeliveryStore(store_path or cache_dir() / "webhook-requests.db"),
         config=config,
         start_run=starter,
         fetch=fetch or (lambda url: fetch_diff(url, config.github.token_env)),
+        profiles=profiles,
+        body_timeout=config.webhook.body_timeout,
     )
     app = Starlette(
         routes=[
@@ -242,8 +284,21 @@ def create_app(
     return app
 
 
+def _listed_profiles(config: ServiceConfig) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for path in config.webhook.profiles:
+        name = load_profile(path).name
+        if name in available_profiles() or name in found:
+            raise SpecError(f"webhook.profiles: {path} is named {name!r}, which another profile already is")
+        found[name] = path
+    return found
+
+
 def run_webhook(app: Starlette, host: str = "127.0.0.1", port: int = 8787) -> None:
     """Serve ``app`` with uvicorn until interrupted (loopback unless ``host`` says otherwise)."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+    protocol = header_deadline_protocol(app.state.receiver.body_timeout)
+    uvicorn.run(
+        app, host=host, port=port, http=protocol, log_level="warning", access_log=False, timeout_graceful_shutdown=5
+    )

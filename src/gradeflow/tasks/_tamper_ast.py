@@ -1,37 +1,56 @@
 """The tamper scan of one Python source: names, attribute chains and literals, read from the AST.
 
-The walk is iterative, so a deeply nested expression cannot crash it. Import aliases are resolved
-(``from os import _exit as bye; bye(0)`` is ``os._exit``); nothing else is: a value passed through a
-variable, ``getattr`` with a computed name and the like are not followed. Docstrings and other bare
-string statements are skipped. A source that does not parse gives ``None``: that is not a finding.
+The walk is iterative, so a deeply nested expression cannot crash it. Names resolve through the module's
+imports (``from os import _exit as bye; bye(0)`` is ``os._exit``) and through one assignment of a module
+(``t = __import__('time'); t.time = f``); ``getattr(X, 'name')``, ``X.__dict__['name']``,
+``vars(X)['name']``, ``sys.modules['name']`` and ``globals()['name']`` resolve too. A name that no import
+binds and that is no builtin is a local variable, so ``def f(time): time.x = 1`` is not the clock. A string
+folded from literals (``'py' + 'test'``, f-strings of literals, ``''.join([...])``, ``[::-1]``) counts as
+a literal. Nothing else is followed: no data flow through variables, calls or other modules. Docstrings
+and other bare string statements are skipped. A source that does not parse gives ``None``: that is not a
+finding.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from gradeflow.evidence import TamperFinding, TamperKind
 from gradeflow.tasks._tamper_rules import (
-    BUILTINS_ROOTS,
+    BUILTIN_NAMES,
     CHAINS,
     DYNAMIC_EXEC,
-    DYNAMIC_IMPORT,
+    IMPORTERS,
+    MAIN_ONLY,
+    MODULE_LOOKUPS,
     identifier_rule,
     literal_rules,
+    may_name_suspect_module,
     module_rule,
     names_pytest_module,
+    rebind_rule,
 )
 
 __all__ = ["scan_python"]
 
 _MAX_LITERAL_DEPTH = 3
 """How deep literal sources passed to ``exec`` / ``eval`` / ``compile`` are themselves scanned."""
+_FOLD_BUDGET = 64
+"""Nodes folded into one string at most: a longer expression counts as computed."""
+_WALK_BUDGET = 200
+"""Steps taken down one attribute chain or one target at most."""
 _MODULES_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__", "__setitem__"})
-_PATCHERS = frozenset({"patch", "object", "setattr", "delattr", "setitem"})
+_PATCHERS = frozenset({"patch", "object", "setattr", "delattr", "setitem", "__setattr__", "__delattr__"})
 _DICT_WRITES = frozenset({"update", "setdefault", "__setitem__", "pop", "__delitem__"})
-_OPENERS = frozenset({"open", "io.open", "builtins.open", "codecs.open"})
+_OPENERS = frozenset({"open", "io.open", "codecs.open", "os.open"})
+_MOVERS = frozenset({"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.replace", "os.rename"})
+_PATH_WRITES = frozenset({"write_text", "write_bytes", "open", "touch"})
+_ARGV_PARSERS = frozenset({"parse_known_args", "parse_known_intermixed_args"})
+_STRING_METHODS = frozenset({"join", "decode", "lower", "format"})
+_OWN_PROCESS = frozenset({"os.getpid", "os.getppid", "os.getpgrp", "os.getpgid"})
 
 
 def scan_python(path: str, source: bytes, depth: int = 0) -> list[TamperFinding] | None:
@@ -40,18 +59,43 @@ def scan_python(path: str, source: bytes, depth: int = 0) -> list[TamperFinding]
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _Scanner(path, _aliases(tree), depth).run(tree)
+    return _Scanner(path, _bindings(tree), depth).run(tree)
 
 
-def _aliases(tree: ast.AST) -> dict[str, str]:
+@dataclass
+class _Bindings:
+    """What the module's imports bind, read before the walk."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
     """Local name -> what it was imported as (``t`` -> ``time``, ``bye`` -> ``os._exit``)."""
-    aliases: dict[str, str] = {}
+    modules: set[str] = field(default_factory=set)
+    star: list[str] = field(default_factory=list)
+    """Modules imported with ``*``."""
+    assigns: list[ast.Assign] = field(default_factory=list)
+    renames_main: bool = False
+    """Whether the module assigns ``__name__`` (then no ``__main__`` guard is trusted)."""
+
+
+def _bindings(tree: ast.AST) -> _Bindings:
+    found = _Bindings()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            aliases |= {a.asname: a.name for a in node.names if a.asname}
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".", 1)[0]
+                found.aliases[local] = alias.name if alias.asname else local
+                found.modules.update((alias.name, local))
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            aliases |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
-    return aliases
+            for alias in node.names:
+                if alias.name == "*":
+                    found.star.append(node.module)
+                else:
+                    found.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.assigns.append(node)
+        if isinstance(node, ast.Name | ast.Subscript) and isinstance(node.ctx, ast.Store):
+            name = node.id if isinstance(node, ast.Name) else _text(node.slice)
+            found.renames_main |= name == "__name__"
+    return found
 
 
 def _is_main_guard(test: ast.expr) -> bool:
@@ -70,18 +114,93 @@ def _text(node: ast.AST | None) -> str | None:
     return None
 
 
+def _fold(node: ast.AST | None, budget: list[int] | None = None) -> tuple[str, bool]:
+    """The known leading text of a string expression, and whether that text is all of it."""
+    budget = budget if budget is not None else [_FOLD_BUDGET]
+    budget[0] -= 1
+    text = _text(node)
+    if text is not None or budget[0] < 0:
+        return text or "", text is not None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
+        left, complete = _fold(node.left, budget)
+        if isinstance(node.op, ast.Mod) or not complete:
+            return left.split("%", 1)[0] if isinstance(node.op, ast.Mod) else left, False
+        right, complete = _fold(node.right, budget)
+        return left + right, complete
+    if isinstance(node, ast.JoinedStr):
+        return _fold_parts(node.values, "", budget)
+    if isinstance(node, ast.FormattedValue) and node.conversion == -1 and node.format_spec is None:
+        return _fold(node.value, budget)
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and _reverses(node.slice):
+        text, complete = _fold(node.value, budget)
+        return (text[::-1], True) if complete else ("", False)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS:
+        receiver, complete = _fold(node.func.value, budget)
+        if node.func.attr == "format":
+            return receiver.split("{", 1)[0], complete and "{" not in receiver
+        items = node.args[0] if len(node.args) == 1 else None
+        if node.func.attr == "join":
+            return (
+                _fold_parts(items.elts, receiver, budget)
+                if complete and isinstance(items, ast.List | ast.Tuple)
+                else ("", False)
+            )
+        literal_args = complete and all(_text(a) is not None for a in node.args)
+        return (receiver.lower() if node.func.attr == "lower" else receiver), literal_args
+    return "", False
+
+
+def _fold_parts(parts: list[ast.expr], separator: str, budget: list[int]) -> tuple[str, bool]:
+    """The parts of an f-string, or the items of ``separator.join([...])``, folded and joined."""
+    pieces: list[str] = []
+    for part in parts:
+        piece, complete = _fold(part, budget)
+        pieces.append(piece)
+        if not complete:
+            return separator.join(pieces), False
+    return separator.join(pieces), True
+
+
+def _reverses(part: ast.Slice) -> bool:
+    step = part.step
+    negative = isinstance(step, ast.UnaryOp) and isinstance(step.op, ast.USub) and _int(step.operand) == 1
+    return negative and part.lower is None and part.upper is None
+
+
+def _int(node: ast.AST) -> int | None:
+    return node.value if isinstance(node, ast.Constant) and type(node.value) is int else None
+
+
 def _arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
     if len(call.args) > index:
         return call.args[index]
     return next((k.value for k in call.keywords if k.arg == keyword), None)
 
 
+def _nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it holds, breadth first, at most ``_WALK_BUDGET`` of them."""
+    queue = [node]
+    for current in queue:
+        yield current
+        if len(queue) < _WALK_BUDGET:
+            queue += list(ast.iter_child_nodes(current))[: _WALK_BUDGET - len(queue)]
+
+
+def _xml_literal(node: ast.AST | None) -> str | None:
+    """A string literal ending in ``.xml`` somewhere in the expression (a path built around one counts)."""
+    if node is None:
+        return None
+    return next((t for n in _nodes(node) if (t := _text(n)) is not None and t.lower().endswith(".xml")), None)
+
+
 def _targets(node: ast.AST) -> Iterator[ast.expr]:
-    """The assigned (or deleted) expressions of a statement, tuples unpacked."""
+    """The assigned, deleted or loop-bound expressions of a node, tuples unpacked."""
     if isinstance(node, ast.Assign | ast.Delete):
         pending = list(node.targets)
-    elif isinstance(node, ast.AugAssign) or (isinstance(node, ast.AnnAssign) and node.value is not None):
-        pending = [node.target]
+    elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension | ast.AnnAssign):
+        pending = [node.target] if not isinstance(node, ast.AnnAssign) or node.value is not None else []
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        pending = [node.optional_vars]
     else:
         pending = []
     while pending:
@@ -95,11 +214,11 @@ def _targets(node: ast.AST) -> Iterator[ast.expr]:
 
 
 class _Scanner:
-    def __init__(self, path: str, aliases: dict[str, str], depth: int) -> None:
-        self.path, self.aliases, self.depth = path, aliases, depth
+    def __init__(self, path: str, bindings: _Bindings, depth: int) -> None:
+        self.path, self.bound, self.depth = path, bindings, depth
         self.found: dict[tuple[int, str, str], TamperFinding] = {}
         self.consumed: set[int] = set()
-        """Literals a context rule already reported (``sys.modules['pytest']``)."""
+        """Literals a context rule already read (``sys.modules['pytest']``, code passed to ``exec``)."""
         self.in_main = False
         self.handlers: dict[type[ast.AST], Callable[[Any], None]] = {
             ast.Import: self._import,
@@ -111,11 +230,20 @@ class _Scanner:
             ast.Call: self._call,
             ast.Subscript: self._subscript,
             ast.Compare: self._compare,
+            ast.BinOp: self._folded,
             ast.Constant: self._constant,
         }
+        for assign in bindings.assigns:  # ``t = importlib.import_module('time')`` makes ``t`` the module
+            name, value = assign.targets[0], assign.value
+            assert isinstance(name, ast.Name)
+            chain = self._chain(value)
+            module = isinstance(value, ast.Call | ast.Subscript) or chain in bindings.modules
+            if chain and module and name.id not in bindings.aliases:
+                bindings.aliases[name.id] = chain
 
     def run(self, tree: ast.AST) -> list[TamperFinding]:
-        stack: list[tuple[ast.AST, bool]] = [(tree, False)]
+        trusted = not self.bound.renames_main
+        stack: list[tuple[ast.AST, bool]] = [(tree, trusted and self.path.rsplit("/", 1)[-1] == "__main__.py")]
         while stack:
             node, self.in_main = stack.pop()
             if isinstance(node, ast.Expr) and _text(node.value) is not None:
@@ -124,7 +252,7 @@ class _Scanner:
             handler = self.handlers.get(type(node))
             if handler is not None:
                 handler(node)
-            if isinstance(node, ast.If) and _is_main_guard(node.test):
+            if trusted and isinstance(node, ast.If) and _is_main_guard(node.test):
                 stack += [(c, True) for c in node.body] + [(c, self.in_main) for c in node.orelse]
             else:
                 stack += [(c, self.in_main) for c in ast.iter_child_nodes(node)]
@@ -135,54 +263,127 @@ class _Scanner:
         finding = TamperFinding(path=self.path, line=line, kind=kind, detail=detail, message=message)
         self.found.setdefault((line, kind, detail), finding)
 
-    def _chain(self, node: ast.AST) -> str | None:
-        """The dotted name of a ``Name`` / ``Attribute`` chain, its root resolved through the imports."""
-        parts = []
-        while isinstance(node, ast.Attribute):
+    def _resolve(self, name: str) -> str | None:
+        """What a bare name stands for: an import, a builtin, or ``None`` for a local variable."""
+        if name in self.bound.aliases:
+            return self.bound.aliases[name]
+        if name in BUILTIN_NAMES:
+            return "builtins" if name in ("__builtins__", "__builtin__") else name
+        return next((f"{m}.{name}" for m in self.bound.star if f"{m}.{name}" in CHAINS), None)
+
+    def _simple(self, node: ast.AST | None) -> str | None:
+        """The dotted name of a plain ``Name`` / ``Attribute`` chain, its root resolved."""
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute) and len(parts) < _WALK_BUDGET:
             parts.append(node.attr)
             node = node.value
-        if not isinstance(node, ast.Name):
+        root = self._resolve(node.id) if isinstance(node, ast.Name) else None
+        return ".".join([root, *reversed(parts)]) if root else None
+
+    def _callee(self, node: ast.AST) -> str | None:
+        """A plainly named called function (``builtins.`` dropped); ``None`` for anything else."""
+        if not isinstance(node, ast.Call):
             return None
-        parts.append(self.aliases.get(node.id, node.id))
-        return ".".join(reversed(parts))
+        return (self._simple(node.func) or "").removeprefix("builtins.") or None
+
+    def _chain(self, node: ast.AST | None) -> str | None:
+        """The dotted name an expression stands for (``getattr(os, '_exit')`` is ``os._exit``), or ``None``."""
+        parts: list[str] = []
+        item = False  # whether a key of a plain mapping was taken: only builtins' own mapping resolves
+        for _ in range(_WALK_BUDGET):
+            if isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                key, node = _fold(node.slice), node.value
+                if not key[1]:
+                    return None
+                parts.append(key[0])
+                if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+                    node = node.value
+                elif self._callee(node) == "vars" and isinstance(node, ast.Call) and len(node.args) == 1:
+                    node = node.args[0]
+                elif self._callee(node) in ("globals", "locals"):
+                    root = self._resolve(parts.pop())
+                    return ".".join([root, *reversed(parts)]) if root else None
+                elif self._simple(node) == "sys.modules":
+                    return ".".join(reversed(parts))
+                else:
+                    item = True
+            elif isinstance(node, ast.Call):
+                callee = self._callee(node)
+                first, literal = _fold(node.args[-1 if callee == "getattr" else 0]) if node.args else ("", False)
+                if callee == "getattr" and len(node.args) == 2 and literal:
+                    parts.append(first)
+                    node = node.args[0]
+                elif callee in IMPORTERS and literal and first:
+                    top = first.split(".", 1)[0] if callee.endswith("__import__") else first
+                    return ".".join([top, *reversed(parts)])
+                else:
+                    return None
+            else:
+                root = self._resolve(node.id) if isinstance(node, ast.Name) else None
+                return ".".join([root, *reversed(parts)]) if root and (root == "builtins" or not item) else None
+        return None
 
     def _root(self, node: ast.AST) -> str | None:
-        """The module a target hangs off: ``time`` for ``time.time`` and ``vars(time)['x']``."""
-        while isinstance(node, ast.Attribute | ast.Subscript):
-            node = node.value
-        if isinstance(node, ast.Call) and self._chain(node.func) == "vars" and node.args:
-            node = node.args[0]
-        chain = self._chain(node) if isinstance(node, ast.Name) else None
-        return chain.split(".", 1)[0] if chain else None
+        """The first part of the nearest resolvable expression under a target (``vars(time)[k]`` -> ``time``)."""
+        for _ in range(_WALK_BUDGET):
+            chain = self._chain(node)
+            if chain is not None:
+                return chain.split(".", 1)[0]
+            if isinstance(node, ast.Attribute | ast.Subscript):
+                node = node.value
+            elif isinstance(node, ast.Call) and self._callee(node) == "vars" and node.args:
+                node = node.args[0]
+            else:
+                return None
+        return None
 
     def _describe(self, node: ast.AST) -> str:
         suffix = ""
-        while isinstance(node, ast.Subscript):
-            key = _text(node.slice)
-            suffix = f"[{key!r}]{suffix}" if key is not None else f"[]{suffix}"
+        while isinstance(node, ast.Subscript | ast.Attribute):
+            suffix = f".{node.attr}{suffix}" if isinstance(node, ast.Attribute) else f"[]{suffix}"
             node = node.value
-        if isinstance(node, ast.Call) and self._chain(node.func) == "vars" and node.args:
+        if isinstance(node, ast.Call) and self._callee(node) == "vars" and node.args:
             return f"vars({self._chain(node.args[0]) or '<expression>'}){suffix}"
         return (self._chain(node) or "<expression>") + suffix
 
-    def _rebind_hit(self, node: ast.AST, root: str | None, detail: str) -> None:
-        if root == "time":
-            self._hit(node, "time-rebind", detail, f"rebinds the clock ({detail}), which the test runner reads")
-        elif root in BUILTINS_ROOTS:
-            self._hit(node, "builtins-rebind", detail, f"rebinds a builtin ({detail}) for every module of the run")
+    def _consume(self, node: ast.AST) -> None:
+        self.consumed.update(id(n) for n in _nodes(node))
+
+    def _rebind_hit(self, node: ast.AST, chain: str | None, detail: str) -> None:
+        rule = rebind_rule(chain) if chain else None
+        if rule is not None:
+            self._hit(node, rule[0], detail, rule[1])
 
     def _rebinds(self, node: ast.AST) -> None:
         for target in _targets(node):
             if isinstance(target, ast.Attribute | ast.Subscript):
-                self._rebind_hit(target, self._root(target), f"{self._describe(target)} =")
+                chain = self._chain(target)
+                if chain is not None:
+                    self._rebind_hit(target, chain, f"{chain} =")
+                else:
+                    self._rebind_hit(target, self._root(target), f"{self._describe(target)} =")
 
     def _import(self, node: ast.Import) -> None:
         for alias in node.names:
             self._module(node, alias.name, "")
+            if alias.name.endswith(".__main__"):
+                self._main_import(node, alias.name)
 
     def _import_from(self, node: ast.ImportFrom) -> None:
         if node.module and not node.level:
             self._module(node, node.module, "")
+            for chain in (f"{node.module}.{a.name}" for a in node.names):
+                self._chain_rule(node, None if chain in MAIN_ONLY else chain)
+        module = "." * node.level + (node.module or "")
+        if module.endswith(".__main__") or (module and any(a.name == "__main__" for a in node.names)):
+            self._main_import(node, module)
+
+    def _main_import(self, node: ast.AST, module: str) -> None:
+        message = f"imports {module}'s __main__ module, whose code may read the command line"
+        self._hit(node, "argv-read", f"import {module}", message)
 
     def _module(self, node: ast.AST, module: str, via: str) -> None:
         rule = module_rule(module)
@@ -199,7 +400,7 @@ class _Scanner:
         rule = identifier_rule(node.id)
         if rule is not None:
             self._hit(node, rule[0], node.id, rule[1])
-        self._chain_rule(node, self.aliases.get(node.id))
+        self._chain_rule(node, self._resolve(node.id))
 
     def _attribute(self, node: ast.Attribute) -> None:
         rule = identifier_rule(node.attr, attribute=True)
@@ -208,80 +409,132 @@ class _Scanner:
         self._chain_rule(node, self._chain(node))
 
     def _chain_rule(self, node: ast.AST, chain: str | None) -> None:
+        chain = chain.removeprefix("builtins.") if chain else None
         rule = CHAINS.get(chain or "")
-        if chain and rule is not None and not (rule[0] == "argv-read" and self.in_main):
+        if chain and rule is not None and not (chain in MAIN_ONLY and self.in_main):
             self._hit(node, rule[0], chain, f"{chain}: {rule[1]}")
 
     def _call(self, node: ast.Call) -> None:
-        name = self._chain(node.func) or ""
-        short = name.removeprefix("builtins.")
-        if short in DYNAMIC_EXEC:
-            self._dynamic(node, short)
-        if name in DYNAMIC_IMPORT or short == "__import__":
-            self._dynamic_import(node, name)
+        name = (self._chain(node.func) or "").removeprefix("builtins.")
+        self._chain_rule(node, self._chain(node))
+        if name in DYNAMIC_EXEC:
+            self._dynamic(node, name)
+        if name in IMPORTERS or name in MODULE_LOOKUPS:
+            self._dynamic_import(node, name, computed=name in IMPORTERS)
         if name.startswith("sys.modules.") and name.rsplit(".", 1)[1] in _MODULES_METHODS and node.args:
             self._modules_key(node.args[0], store=name.endswith(("setdefault", "__setitem__")))
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS:
+            self._folded(node)
         self._patcher(node, name)
         self._xml_write(node, name)
+        self._argv_parser(node)
+        if name in ("os.kill", "os.killpg") and node.args:
+            self._self_kill(node, name, node.args[0])
 
     def _dynamic(self, node: ast.Call, name: str) -> None:
         source = _arg(node, 0, "source")
-        literal = _text(source)
-        if source is not None and literal is None:
-            message = f"{name}() of a computed value, which the scan cannot see into"
+        literal, complete = _fold(source) if source is not None else ("", False)
+        if source is not None and (not complete or self.depth >= _MAX_LITERAL_DEPTH):
+            message = f"{name}() of a computed value (or of literal code nested too deep), which the scan cannot see into"
             self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
-        elif literal is not None and name != "__import__" and self.depth < _MAX_LITERAL_DEPTH:
+        elif source is not None:
+            self._consume(source)
             for inner in scan_python(self.path, literal.encode(), self.depth + 1) or []:
                 self._hit(node, inner.kind, inner.detail, f"{inner.message} (in code passed to {name}())")
 
-    def _dynamic_import(self, node: ast.Call, name: str) -> None:
-        module = _text(node.args[0]) if node.args else None
-        if module is not None:
-            self.consumed.add(id(node.args[0]))
-            self._module(node, module, f" (through {name})")
+    def _dynamic_import(self, node: ast.Call, name: str, computed: bool) -> None:
+        target, level = _arg(node, 0, "name"), _arg(node, 4, "level")
+        if target is None or (level is not None and (_int(level) or 0) > 0):
+            return
+        module, complete = _fold(target)
+        if complete:
+            self._consume(target)
+            if not module.startswith("."):
+                self._module(node, module, f" (through {name})")
+        elif computed and may_name_suspect_module(module):
+            message = f"{name}() of a computed module name, which the scan cannot check"
+            self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
 
     def _modules_key(self, key_node: ast.AST, store: bool) -> None:
-        key = _text(key_node)
-        if key is None:
+        key, complete = _fold(key_node)
+        if not complete:
             return
-        self.consumed.add(id(key_node))
+        self._consume(key_node)
         if names_pytest_module(key):
             self._hit(key_node, "pytest-internals", f"sys.modules[{key!r}]", f"looks up pytest's module {key!r}")
         elif store:
-            self._rebind_hit(key_node, key.split(".", 1)[0], f"sys.modules[{key!r}] =")
+            self._rebind_hit(key_node, key, f"sys.modules[{key!r}] =")
 
     def _subscript(self, node: ast.Subscript) -> None:
-        if self._chain(node.value) == "sys.modules":
+        self._chain_rule(node, self._chain(node))
+        if self._simple(node.value) == "sys.modules":
             self._modules_key(node.slice, store=isinstance(node.ctx, ast.Store | ast.Del))
+        if isinstance(node.slice, ast.Slice):
+            self._folded(node)
 
     def _compare(self, node: ast.Compare) -> None:
-        if isinstance(node.ops[0], ast.In | ast.NotIn) and self._chain(node.comparators[0]) == "sys.modules":
+        if isinstance(node.ops[0], ast.In | ast.NotIn) and self._simple(node.comparators[0]) == "sys.modules":
             self._modules_key(node.left, store=False)
 
     def _patcher(self, node: ast.Call, name: str) -> None:
-        """``setattr(time, 'time', f)``, ``mock.patch('time.time')``, ``monkeypatch.setattr(builtins, ...)``."""
-        last = name.rsplit(".", 1)[-1] if name else getattr(node.func, "attr", "")
-        if last in _PATCHERS and node.args:
-            target = _text(node.args[0])
-            root = target.split(".", 1)[0] if target is not None else self._root(node.args[0])
-            attr = _text(node.args[1]) if len(node.args) > 1 else None
-            self._rebind_hit(node, root, f"{last}({target or root}{'.' + attr if attr else ''})")
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in _DICT_WRITES:
-            self._rebind_hit(node, self._root(node.func.value), f"{self._describe(node.func.value)}.{node.func.attr}()")
+        """``setattr(time, 'time', f)``, ``mock.patch('time.time')``, ``time.__dict__.update(...)`` and the like."""
+        func, args = node.func, list(node.args)
+        last = func.attr if isinstance(func, ast.Attribute) else name.rsplit(".", 1)[-1]
+        if last in ("__setattr__", "__delattr__") and isinstance(func, ast.Attribute):
+            if self._chain(func.value) not in ("object", "type"):
+                args = [func.value, *args]  # ``time.__setattr__('time', f)``: the receiver is the target
+        elif isinstance(func, ast.Attribute) and last in _DICT_WRITES:
+            self._rebind_hit(node, self._root(func.value), f"{self._describe(func.value)}.{last}()")
+            return
+        if last not in _PATCHERS or not args:
+            return
+        target = _text(args[0])
+        if target is None:
+            base = self._chain(args[0]) or self._root(args[0])
+            attr = _text(args[1]) if len(args) > 1 else None
+            target = f"{base}.{attr}" if base and attr else base
+        self._rebind_hit(node, target, f"{last}({target})")
 
     def _xml_write(self, node: ast.Call, name: str) -> None:
-        """A literal ``.xml`` path opened for writing (``open('r.xml', 'w')``, ``Path('r.xml').write_text``)."""
+        """A path built around an ``.xml`` literal, opened for writing, written, copied or moved onto."""
+        func = node.func
         if name in _OPENERS:
-            target, mode = _text(_arg(node, 0, "file")), _text(_arg(node, 1, "mode")) or ""
-            writes = any(c in mode for c in "wax+")
-        elif isinstance(node.func, ast.Attribute) and node.func.attr in {"write_text", "write_bytes"}:
-            inner = node.func.value
-            target, writes = (_text(_arg(inner, 0, "")) if isinstance(inner, ast.Call) else None), True
+            target, mode = _arg(node, 0, "file"), _text(_arg(node, 1, "mode"))
+            writes = name == "os.open" or any(c in (mode or "") for c in "wax+")
+        elif name in _MOVERS:
+            target, writes = _arg(node, 1, "dst"), True
+        elif isinstance(func, ast.Attribute) and func.attr in _PATH_WRITES:
+            target, mode = func.value, _text(_arg(node, 0, "mode")) if func.attr == "open" else "w"
+            writes = any(c in (mode or "") for c in "wax+")
         else:
             return
-        if writes and target is not None and target.lower().endswith(".xml"):
-            message = f"writes the XML file {target!r}, as a test report would be written"
-            self._hit(node, "report-path", f"writes {target!r}", message)
+        xml = _xml_literal(target) if writes else None
+        if xml is not None:
+            message = f"writes the XML file {xml!r}, as a test report would be written"
+            self._hit(node, "report-path", f"writes {xml!r}", message)
+
+    def _self_kill(self, node: ast.Call, name: str, pid: ast.expr) -> None:
+        if self._callee(pid) in _OWN_PROCESS or _int(pid) == 0:
+            message = f"{name}() of its own process or group, skipping the test runner's own reporting"
+            self._hit(node, "os-exit", f"{name}(own process)", message)
+
+    def _argv_parser(self, node: ast.Call) -> None:
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _ARGV_PARSERS) or self.in_main:
+            return
+        if not node.args and not any(k.arg == "args" for k in node.keywords):
+            message = "parses the command line (where the report path is) outside a __main__ block"
+            self._hit(node, "argv-read", f"{func.attr}()", message)
+
+    def _folded(self, node: ast.expr) -> None:
+        """A string built from literals only (``'_py' + 'test'``): its literals are read as one."""
+        if id(node) in self.consumed or (isinstance(node, ast.BinOp) and not isinstance(node.op, ast.Add)):
+            return
+        text, complete = _fold(node)
+        if complete:
+            self._consume(node)
+            for kind, detail, message in literal_rules(text):
+                self._hit(node, kind, detail, f"a literal {message}")
 
     def _constant(self, node: ast.Constant) -> None:
         text = _text(node)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from gradeflow.errors import InfraError
 from gradeflow.evidence import HarnessSummary, TestRunEvidence
-from gradeflow.junit import MAX_JUNIT_BYTES, JUnitError, outcomes_for, parse_junit
+from gradeflow.junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, outcomes_for, parse_junit
 from gradeflow.models import TaskSpec
-from gradeflow.sandbox.base import CommandResult, Sandbox
+from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._harness import Harness, RunFacts, check_run, harness_applies, read_record, record_cases, summarize
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
@@ -70,13 +70,16 @@ def run_test_command(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         oom_killed=result.oom_killed,
+        disk_full=result.disk_full,
         duration=result.duration,
         output_tail=(result.stdout + result.stderr)[-2000:],
     )
-    if result.timed_out or result.oom_killed:
+    if result.timed_out or result.oom_killed or result.disk_full:
         return evidence
     try:
         report = sandbox.read_output(JUNIT_NAME, MAX_JUNIT_BYTES)
+    except OutputTooLarge as exc:
+        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except (ValueError, OSError) as exc:
         return evidence.model_copy(update={"junit_error": str(exc)})
     if report is None:
@@ -84,6 +87,8 @@ def run_test_command(
     data, mtime = report
     try:
         cases = parse_junit(data)
+    except JUnitTooLarge as exc:
+        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except JUnitError as exc:
         return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
     evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
@@ -156,8 +161,12 @@ def _cross_check(evidence: TestRunEvidence, mtime: float, started: float) -> Tes
 
 def require_report(evidence: TestRunEvidence, where: str) -> TestRunEvidence:
     """The evidence, or ``InfraError`` when the run produced no usable report (used on the pristine base)."""
-    if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
+    if evidence.timed_out or evidence.disk_full or not evidence.junit_found or evidence.junit_error:
         why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
+        if evidence.disk_full:
+            why = "disk-limit-exceeded: the run filled environment.disk"
+        elif evidence.junit_too_large:
+            why = f"junit-too-large: {why}"
         # The command's output stays out of the message: results never carry file contents or secrets.
         raise InfraError(
             f"{where}: the test command gave no usable report ({why}, exit code {evidence.exit_code})",

@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 import unicodedata
+import warnings
 from collections.abc import Callable
 
 import re2
@@ -84,7 +85,9 @@ def pattern_engine(pattern: str) -> PatternEngine:
     if _re2(pattern, multiline=False) is None:
         return "re"
     try:
-        re.compile(pattern)
+        with warnings.catch_warnings():  # the spec's load has shown re's warnings (a nested set) already
+            warnings.simplefilter("ignore")
+            re.compile(pattern)
     except re.error:
         return "re2"  # only re2 reads it
     return "re" if any(t[0] in _ASCII_ONLY for t in _DIFFERENT.finditer(pattern)) else "re2"

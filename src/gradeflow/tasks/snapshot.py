@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 
 from gradeflow.errors import SubmissionError
 from gradeflow.models import ChangedFile, Submission, TaskSpec
+from gradeflow.tasks._binary_patch import omit_large_binaries
 from gradeflow.tasks._diff import added_by_path
 from gradeflow.tasks._files import HostWorkspace
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
@@ -25,6 +26,7 @@ class Snapshot(BaseModel):
     workspace: Path | None
     """Private copy of base + patch; ``None`` when the submission was refused."""
     patch: str = ""
+    """The graded diff; a large binary file's content is left out (path, size and hash instead)."""
     changes: list[ChangedFile] = Field(default_factory=list)
     added: dict[str, list[str]] = Field(default_factory=dict)
     """The lines the patch adds, keyed by the real path after the patch (as in ``changes``)."""
@@ -52,8 +54,9 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
             stage_checkout(workspace, submission.workspace)
     except SubmissionError as exc:
         discard(workspace)
-        return Snapshot(workspace=None, patch=submission.patch or "", refusal=exc.reason_code, message=str(exc))
-    patch = graded_patch(workspace)
+        patch = omit_large_binaries(submission.patch or "")
+        return Snapshot(workspace=None, patch=patch, refusal=exc.reason_code, message=str(exc))
+    patch = omit_large_binaries(graded_patch(workspace), workspace)
     added = {path: [text for _, text in lines] for path, lines in added_by_path(patch.encode()).items()}
     return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added)
 

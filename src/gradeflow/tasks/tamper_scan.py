@@ -1,12 +1,14 @@
 """Task: the tamper scan of the patch (added code that reaches into the test machinery), then its gate.
 
-Scanned are the changed files that are not test files (``tests.test_files``): Python sources, and the
-files that load code without being imported: ``*.pth``, ``entry_points.txt``, ``setup.cfg`` and
-``pyproject.toml`` (for ``pytest11`` entry points); a changed ``sitecustomize.py`` or
-``usercustomize.py`` is itself a finding. Only what the patch adds counts: a finding is keyed by its
-kind and detail, and a key the base's version of the file holds n times is forgiven n times (findings
-on lines the patch did not add first). A new file compares with nothing. A file that cannot be read
-(binary, over ``MAX_READ_BYTES``) or parsed is listed as skipped, not reported.
+Scanned are the changed files that the acceptance run does not reset to the base: not test files
+(``tests.test_files``) and not inside a sealed test folder. Those are Python sources and the files that
+load code without being imported: ``*.pth``, ``entry_points.txt``, ``setup.cfg`` and ``pyproject.toml``
+(for ``pytest11`` entry points). A changed ``sitecustomize.py`` or ``usercustomize.py``, and any added or
+changed compiled module (``*.pyc``, ``*.pyo``, ``*.so``, ``*.pyd``: Python runs it, the scan cannot read
+it), is itself a finding. Only what the patch adds counts: a finding is keyed by its kind and detail, and
+a key the base's version of the file holds n times is forgiven n times (findings on lines the patch did
+not add first). A new file compares with nothing. A source that cannot be read (binary, over
+``MAX_READ_BYTES``) or parsed is listed as skipped, not reported: Python cannot run it either.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from gradeflow.evidence import TamperEvidence, TamperFinding
+from gradeflow.evidence import TamperEvidence, TamperFinding, TamperKind
 from gradeflow.globs import matches_any
 from gradeflow.graders._functions import touched_lines
 from gradeflow.graders.base import GradingContext
@@ -27,6 +29,7 @@ from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.tamper import TamperGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.tasks._files import MAX_READ_BYTES
+from gradeflow.tasks._sealing import folders_to_seal
 from gradeflow.tasks._tamper_ast import scan_python
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot
@@ -35,6 +38,7 @@ __all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch"]
 
 _STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
+_COMPILED = (".pyc", ".pyo", ".so", ".pyd")
 
 
 @task(name="tamper", cache_policy=NO_CACHE)
@@ -49,11 +53,16 @@ def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> Tampe
     if snapshot.workspace is None:
         raise ValueError("a refused submission has no workspace to scan")
     added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
+    sealed = folders_to_seal(task_spec, pristine)
     evidence = TamperEvidence()
     for change in snapshot.changes:
         if change.status == "removed" or not _scanned_type(change.path):
             continue
-        if matches_any(change.path, task_spec.tests.test_files):
+        if matches_any(change.path, task_spec.tests.test_files) or _inside(change.path, sealed):
+            continue
+        if change.path.endswith(_COMPILED):
+            evidence.files_scanned.append(change.path)
+            evidence.findings.append(_compiled_file(change.path))
             continue
         found = None if change.binary else _read_and_scan(snapshot.workspace, change.path)
         if found is None:
@@ -102,7 +111,11 @@ def added_findings(
 
 def _scanned_type(path: str) -> bool:
     name = PurePosixPath(path).name
-    return name.endswith((".py", ".pth")) or name in _ENTRY_POINT_FILES
+    return name.endswith((".py", ".pth", *_COMPILED)) or name in _ENTRY_POINT_FILES
+
+
+def _inside(path: str, folders: list[str]) -> bool:
+    return any(PurePosixPath(path).is_relative_to(folder) for folder in folders)
 
 
 def _read(root: Path, path: str) -> bytes | None:
@@ -136,6 +149,15 @@ def _startup_file(path: str, data: bytes) -> TamperFinding:
     message = f"{name} runs at every interpreter start, before the tests and their harness"
     # The content's hash is the detail, so any change to a startup file counts as added.
     return TamperFinding(path=path, line=0, kind="startup-hook", detail=f"{name} {digest}", message=message)
+
+
+def _compiled_file(path: str) -> TamperFinding:
+    native = not path.endswith((".pyc", ".pyo"))
+    kind: TamperKind = "ctypes" if native else "dynamic-exec"
+    what = "a native extension module" if native else "compiled bytecode"
+    message = f"adds or changes {what}, which Python imports and the scan cannot read"
+    # Never compared with the base: any change to a compiled module is the patch's own.
+    return TamperFinding(path=path, line=0, kind=kind, detail=f"compiled {path}", message=message)
 
 
 def _pth_findings(path: str, text: str) -> Iterator[TamperFinding]:

@@ -80,6 +80,7 @@ def candidate_test_run(
             return TestRunEvidence(
                 exit_code=setup.exit_code,
                 timed_out=setup.timed_out,
+                disk_full=setup.disk_full,
                 setup_failed=True,
                 output_tail=(setup.stdout + setup.stderr)[-2000:],
             )

@@ -1,6 +1,5 @@
-import pytest
-
 import calc
+import pytest
 
 
 def test_divide_by_zero_message():

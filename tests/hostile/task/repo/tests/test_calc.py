@@ -1,7 +1,6 @@
+import calc
 import pytest
 from helpers import close
-
-import calc
 
 
 def test_add():

@@ -1,0 +1,138 @@
+"""What a local command starts dies with it, and what it prints is kept in bounded memory, never on disk.
+
+Two ways to contain a command's processes, chosen once per process (:func:`pid_namespace_available`):
+
+- **a PID namespace** (root, with util-linux ``unshare``): the command runs under
+  ``unshare --pid --fork --kill-child --mount-proc``. When its shell ends, or at the timeout, the
+  namespace's first process dies and the kernel kills every process left in it, daemons that called
+  ``setsid`` included. ``/proc`` inside shows the namespace's own processes.
+- **a marker and a scan** (any user): the command's environment carries a fresh random token in
+  :data:`MARKER`; after the command, every process whose environment holds the token or whose session
+  is the command's is killed, until none is left. A process that re-executes itself with an emptied
+  environment and leaves the session escapes this; grade untrusted code in docker.
+
+Output goes through pipes to reader threads that keep the head and the tail (:class:`OutputCapture`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from gradeflow.sandbox.base import OutputCapture
+
+__all__ = ["MARKER", "Containment", "Drain", "pid_namespace_available"]
+
+MARKER = "GRADEFLOW_COMMAND_TOKEN"
+"""The variable that marks a command's processes when no PID namespace is used."""
+_UNSHARE = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+# The command runs as the namespace's second process, so it keeps ordinary signal handling (the first
+# process of a PID namespace ignores signals it has no handler for).
+_WAITER = 'sh -c "$1"; exit $?'
+_KILL_ROUNDS = 50
+_probe_lock = threading.Lock()
+_probed: list[bool] = []
+
+
+def pid_namespace_available() -> bool:
+    """Whether commands can run in a PID namespace here (root and a working ``unshare``); asked once."""
+    with _probe_lock:
+        if not _probed:
+            _probed.append(_probe())
+        return _probed[0]
+
+
+def _probe() -> bool:
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class Containment:
+    """How one command is started and, once it ended, how everything it started is killed."""
+
+    def __init__(self, pid_namespace: bool) -> None:
+        self.pid_namespace = pid_namespace
+        self.token = "" if pid_namespace else secrets.token_hex(16)
+
+    def argv(self, command: str) -> list[str]:
+        if self.pid_namespace:
+            return [*_UNSHARE, "/bin/sh", "-c", _WAITER, "gradeflow", command]
+        return ["/bin/sh", "-c", command]
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        return env if self.pid_namespace else {**env, MARKER: self.token}
+
+    def kill_all(self, leader: int) -> None:
+        """Kill the command's process group, then (without a namespace) every marked process."""
+        _kill_group(leader)
+        if self.pid_namespace:
+            return
+        needle = f"{MARKER}={self.token}".encode()
+        for _ in range(_KILL_ROUNDS):
+            found = [pid for pid in _pids() if _started_by(pid, needle, leader)]
+            if not found:
+                return
+            for pid in found:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _kill_group(pid: int) -> None:
+    # The group is signalled until it is empty (bounded), so a process forking while it dies is caught too.
+    for _ in range(_KILL_ROUNDS):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.001)
+
+
+def _pids() -> list[int]:
+    me = os.getpid()
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit() and int(entry.name) != me]
+
+
+def _started_by(pid: int, needle: bytes, leader: int) -> bool:
+    """Whether ``pid`` carries the command's marker or sits in its session (``leader`` is the session id)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        if int(fields[3]) == leader:  # session id, after state, ppid and pgrp
+            return fields[0] != b"Z"
+        return needle in Path(f"/proc/{pid}/environ").read_bytes() and fields[0] != b"Z"
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+class Drain(threading.Thread):
+    """Reads a pipe to its end into an :class:`OutputCapture`."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        super().__init__(daemon=True, name="gradeflow-local-output")
+        self.pipe = pipe
+        self.capture = OutputCapture()
+
+    def run(self) -> None:
+        fd = self.pipe.fileno()
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := os.read(fd, 65536):
+                self.capture.add(chunk)
+
+    def finish(self, grace: float) -> OutputCapture:
+        """The capture once the pipe ended, or after ``grace`` seconds (an escaped process holds it open)."""
+        self.join(grace)
+        if not self.is_alive():  # never close a pipe the thread still reads: its number could be reused
+            self.pipe.close()
+        return self.capture

@@ -1,0 +1,68 @@
+"""The hostile corpus (``cases.yaml``): no patch that fixes nothing passes, none makes its grade inconclusive.
+
+Each case is graded through ``gradeflow.grade`` in the sandboxes it lists, against the task spec a new
+user writes from the README. A hostile grade must be ``graded``, not passed, carry the case's reason
+code, and be ``rejected`` when that code is an integrity gate. The honest controls must pass, so the
+corpus shows the defences do not reject everything. The unguarded runs show each attack is real: under
+plain pytest, without gradeflow, it makes the fail_to_pass tests pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hostile_corpus import Case, Corpus, load_cases
+
+from sandbox.conftest import own_containers
+
+pytestmark = pytest.mark.usefixtures("prefect")
+
+CASES = load_cases()
+
+
+def _graded_params() -> list[object]:
+    params = []
+    for case in CASES:
+        for sandbox in case.sandboxes:
+            marks = [pytest.mark.docker] if sandbox == "docker" else []
+            params.append(pytest.param(case, sandbox, id=f"{case.name}-{sandbox}", marks=marks))
+    return params
+
+
+@pytest.mark.parametrize(("case", "sandbox"), _graded_params())
+def test_grade_is_as_expected(case: Case, sandbox: str, corpus: Corpus, request: pytest.FixtureRequest) -> None:
+    if sandbox == "docker":
+        request.getfixturevalue("docker_client")
+    outcome = corpus.outcomes[(case.name, sandbox)]
+    problems = outcome.problems()
+    details = "\n  ".join(outcome.messages[:12])
+    assert not problems, f"{case.attack}\n{'; '.join(problems)}\ngot: {outcome.actual()}\n  {details}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.works_unguarded], ids=lambda c: c.name)
+def test_attack_works_without_gradeflow(case: Case, corpus: Corpus) -> None:
+    found = corpus.unguarded[case.name]
+    if isinstance(found, BaseException):
+        raise found
+    works, what = found
+    assert works, f"{case.name} is a dud under plain pytest ({what}): it tests no defence"
+
+
+def test_cases_are_well_formed() -> None:
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+    hostile = [c for c in CASES if c.klass != 0]
+    assert len(hostile) >= 30
+    assert {c.klass for c in hostile} == {1, 2, 3, 4, 5, 6}
+    assert all(set(c.sandboxes) <= {"local", "docker"} for c in CASES)
+    # Only an attack on the grader's own environment (local) skips docker; only class 5 skips local.
+    assert [c.name for c in CASES if "docker" not in c.sandboxes] == ["c2-shadow-base-plugin"]
+    assert {c.klass for c in CASES if "local" not in c.sandboxes} == {5}
+
+
+@pytest.mark.docker
+def test_docker_corpus_leaves_no_container(corpus: Corpus, docker_client: Any) -> None:
+    del corpus
+    left = own_containers(docker_client)
+    assert not left, f"sandbox containers left behind: {[c[:12] for c in left]}"

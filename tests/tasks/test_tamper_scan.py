@@ -1,0 +1,482 @@
+"""The tamper scan: one row per rule that must flag, rows of ordinary code that must not, the base comparison."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builders import make_task
+from gradeflow.evidence import TamperFinding, TestRunEvidence
+from gradeflow.models import TaskSpec
+from gradeflow.tasks._git import git, init_snapshot_repo
+from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
+from gradeflow.tasks._repo import BaseRef
+from gradeflow.tasks.baseline import Baseline
+from gradeflow.tasks.snapshot import Snapshot
+from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch
+
+TASK = TaskSpec.model_validate(make_task())
+
+# Each row: a minimal snippet of a non-test module and the kind it must be flagged with.
+FLAGGED: list[tuple[str, str, str]] = [
+    # pytest and its internals, however they are reached
+    ("import", "import pytest", "pytest-internals"),
+    ("import-as", "import pytest as p", "pytest-internals"),
+    ("from-internals", "from _pytest import runner", "pytest-internals"),
+    ("junitxml", "from _pytest.junitxml import LogXML", "pytest-internals"),
+    ("pluggy", "import pluggy", "pytest-internals"),
+    ("plugin-module", "import pytest_timeout", "pytest-internals"),
+    ("dunder-import", "__import__('_pytest.runner')", "pytest-internals"),
+    ("import-module", "import importlib\nimportlib.import_module('pytest')", "pytest-internals"),
+    ("import-module-alias", "from importlib import import_module as im\nim('_pytest.junitxml')", "pytest-internals"),
+    ("folded-name", "import importlib\nimportlib.import_module('py' + 'test')", "pytest-internals"),
+    ("joined-name", "import importlib\nimportlib.import_module(''.join(['_py', 'test']))", "pytest-internals"),
+    ("reversed-name", "import importlib\nimportlib.import_module('tsetyp'[::-1])", "pytest-internals"),
+    ("find-spec", "import importlib.util\nimportlib.util.find_spec('pytest')", "pytest-internals"),
+    ("getattr-import", "import builtins\ngetattr(builtins, '__import__')('pytest')", "pytest-internals"),
+    ("sys-modules", "import sys\nsys.modules['pytest']", "pytest-internals"),
+    ("sys-modules-get", "import sys\nsys.modules.get('_pytest.junitxml')", "pytest-internals"),
+    ("sys-modules-in", "import sys\nif 'pytest' in sys.modules:\n    pass", "pytest-internals"),
+    ("modules-alias", "from sys import modules\nmodules['_pytest.runner']", "pytest-internals"),
+    ("hook-def", "def pytest_runtest_makereport(item, call):\n    pass", "pytest-internals"),
+    ("hook-method", "class Plugin:\n    def pytest_sessionfinish(self, session):\n        pass", "pytest-internals"),
+    ("pluginmanager", "def f(config):\n    return config.pluginmanager", "pytest-internals"),
+    ("pytest-plugins", "pytest_plugins = ['evil']", "pytest-internals"),
+    ("hook-name-literal", "HOOK = 'pytest_sessionfinish'", "pytest-internals"),
+    ("env-variable", "import os\nos.environ.get('PYTEST_ADDOPTS')", "pytest-internals"),
+    ("conftest-literal", "NAME = 'conftest.py'", "pytest-internals"),
+    ("literal-exec", "exec('import pytest')", "pytest-internals"),
+    ("folded-literal", "NAME = '_py' + 'test'", "pytest-internals"),
+    # code the scan cannot see into
+    ("exec", "exec(code)", "dynamic-exec"),
+    ("eval", "eval(expression)", "dynamic-exec"),
+    ("compile", "compile(source, 'x', 'exec')", "dynamic-exec"),
+    ("builtins-exec", "import builtins\nbuiltins.exec(code)", "dynamic-exec"),
+    ("getattr-eval", "import builtins\ngetattr(builtins, 'eval')(code)", "dynamic-exec"),
+    ("dict-exec", "__builtins__['exec'](code)", "dynamic-exec"),
+    ("computed-import", "import importlib\nimportlib.import_module(name)", "dynamic-exec"),
+    (
+        "encoded-import",
+        "import codecs, importlib\nimportlib.import_module(codecs.decode('_clgrfg', 'rot13'))",
+        "dynamic-exec",
+    ),
+    ("computed-dunder-import", "__import__(name)", "dynamic-exec"),
+    ("run-path", "import runpy\nrunpy.run_path('x.txt')", "dynamic-exec"),
+    ("marshal", "import marshal\nmarshal.loads(data)", "dynamic-exec"),
+    ("file-loader", "import importlib.machinery\nimportlib.machinery.SourceFileLoader('m', 'm.txt')", "dynamic-exec"),
+    ("spec-from-file", "import importlib.util\nimportlib.util.spec_from_file_location('m', 'm.txt')", "dynamic-exec"),
+    # every live object, every class
+    ("gc-objects", "import gc\ngc.get_objects()", "gc-objects"),
+    ("gc-alias", "from gc import get_objects as g\ng()", "gc-objects"),
+    ("gc-referrers", "import gc\ngc.get_referrers(x)", "gc-objects"),
+    ("gc-getattr", "import gc\ngetattr(gc, 'get_objects')()", "gc-objects"),
+    ("subclasses", "object.__subclasses__()", "gc-objects"),
+    # tracing and process hooks
+    ("settrace", "import sys\nsys.settrace(tracer)", "settrace"),
+    ("setprofile", "import sys as s\ns.setprofile(tracer)", "settrace"),
+    ("thread-settrace", "import threading\nthreading.settrace(tracer)", "settrace"),
+    ("audit-hook", "import sys\nsys.addaudithook(hook)", "settrace"),
+    ("monitoring", "import sys\nsys.monitoring.use_tool_id(1, 'x')", "settrace"),
+    ("excepthook", "import sys\nsys.excepthook = hook", "settrace"),
+    ("thread-excepthook", "import threading\nthreading.excepthook = hook", "settrace"),
+    # frames
+    ("getframe", "import sys\nsys._getframe(1)", "frame-walk"),
+    ("f-back", "def f(frame):\n    return frame.f_back", "frame-walk"),
+    ("inspect-stack", "import inspect\ninspect.stack()", "frame-walk"),
+    ("walk-stack", "import traceback\ntraceback.walk_stack(None)", "frame-walk"),
+    # code that runs later
+    ("import-atexit", "import atexit", "atexit"),
+    ("atexit-alias", "from atexit import register as later\nlater(print)", "atexit"),
+    ("atexit-module-alias", "import atexit as a\na.register(print)", "atexit"),
+    ("finalize", "import weakref\nweakref.finalize(obj, print)", "atexit"),
+    ("signal-handler", "import signal\nsignal.signal(signal.SIGTERM, handler)", "atexit"),
+    # leaving before the runner reports
+    ("os-exit", "import os\nos._exit(0)", "os-exit"),
+    ("os-exit-alias", "from os import _exit as bye\nbye(0)", "os-exit"),
+    ("os-module-alias", "import os as o\no._exit(0)", "os-exit"),
+    ("os-dict", "import os\nos.__dict__['_exit'](0)", "os-exit"),
+    ("vars-os", "import os\nvars(os)['_exit'](0)", "os-exit"),
+    ("getattr-os", "import os\ngetattr(os, '_exit')(0)", "os-exit"),
+    ("sys-modules-os", "import sys\nsys.modules['os']._exit(0)", "os-exit"),
+    ("dunder-import-os", "__import__('os')._exit(0)", "os-exit"),
+    ("assigned-module", "import importlib\no = importlib.import_module('os')\no._exit(0)", "os-exit"),
+    ("posix-exit", "import posix\nposix._exit(0)", "os-exit"),
+    ("kill-self", "import os\nos.kill(os.getpid(), 9)", "os-exit"),
+    ("exec-process", "import os\nos.execv('/bin/true', ['true'])", "os-exit"),
+    ("abort", "import os\nos.abort()", "os-exit"),
+    ("faulthandler", "import faulthandler\nfaulthandler.dump_traceback_later(5, exit=True)", "os-exit"),
+    # the command line, where the report path is
+    ("argv", "import sys\nPATH = sys.argv[-1]", "argv-read"),
+    ("argv-alias", "from sys import argv\ndef f():\n    return argv", "argv-read"),
+    ("argv-getattr", "import sys\ngetattr(sys, 'argv')", "argv-read"),
+    ("orig-argv", "import sys\nsys.orig_argv", "argv-read"),
+    (
+        "argv-in-function",
+        "import sys\ndef main():\n    return sys.argv[1:]\nif __name__ == '__main__':\n    main()",
+        "argv-read",
+    ),
+    ("argv-write", "import sys\nopen(sys.argv[-1], 'w')", "argv-read"),
+    ("proc-cmdline", "open('/proc/self/cmdline')", "argv-read"),
+    ("psutil-cmdline", "import psutil\npsutil.Process().cmdline()", "argv-read"),
+    ("parse-known", "import argparse\nargparse.ArgumentParser().parse_known_args()", "argv-read"),
+    ("renamed-main", "import sys\n__name__ = '__main__'\nif __name__ == '__main__':\n    sys.argv", "argv-read"),
+    ("main-module-import", "from pkg import __main__", "argv-read"),
+    # native code
+    ("ctypes", "import ctypes", "ctypes"),
+    ("from-ctypes", "from ctypes import pythonapi", "ctypes"),
+    ("dunder-ctypes", "__import__('ctypes')", "ctypes"),
+    ("cffi", "import cffi", "ctypes"),
+    # plugins declared through packaging metadata
+    ("pytest11-literal", "GROUP = 'pytest11'", "entry-points"),
+    ("distribution", "import importlib.metadata\nclass D(importlib.metadata.Distribution):\n    pass", "entry-points"),
+    # code run at interpreter start
+    ("import-sitecustomize", "import sitecustomize", "startup-hook"),
+    ("sitecustomize-literal", "NAME = 'sitecustomize'", "startup-hook"),
+    ("pth-literal", "open(os.path.join(site_dir, 'evil.pth'), 'w')", "startup-hook"),
+    ("addsitedir", "import site\nsite.addsitedir(folder)", "startup-hook"),
+    ("site-packages", "import site\nsite.getsitepackages()", "startup-hook"),
+    # the import machinery
+    ("meta-path", "import sys\nsys.meta_path.insert(0, finder)", "import-hook"),
+    ("path-hooks", "import sys\nsys.path_hooks.append(hook)", "import-hook"),
+    # the clock
+    ("time-assign", "import time\ntime.time = lambda: 0", "time-rebind"),
+    ("time-alias", "import time as t\nt.perf_counter = fake", "time-rebind"),
+    ("setattr-time", "import time\nsetattr(time, 'perf_counter', fake)", "time-rebind"),
+    ("mock-patch", "from unittest import mock\nmock.patch('time.time', fake)", "time-rebind"),
+    ("patch-object", "import time\nfrom unittest import mock\nmock.patch.object(time, 'monotonic')", "time-rebind"),
+    ("time-dict", "import time\ntime.__dict__['monotonic'] = fake", "time-rebind"),
+    ("vars-time", "import time\nvars(time)['time'] = fake", "time-rebind"),
+    ("time-dict-update", "import time\ntime.__dict__.update(time=fake)", "time-rebind"),
+    ("modules-time", "import sys\nsys.modules['time'].time = fake", "time-rebind"),
+    ("modules-time-replaced", "import sys\nsys.modules['time'] = fake", "time-rebind"),
+    ("imported-time", "t = __import__('time')\nt.time = fake", "time-rebind"),
+    ("time-del", "import time\ndel time.sleep", "time-rebind"),
+    ("time-dunder-setattr", "import time\ntime.__setattr__('time', fake)", "time-rebind"),
+    ("time-for-target", "import time\nfor time.time in [fake]:\n    pass", "time-rebind"),
+    ("timeit", "import timeit\ntimeit.default_timer = fake", "time-rebind"),
+    ("perf-counter-anywhere", "import mylib\nmylib.clock.perf_counter = fake", "time-rebind"),
+    ("datetime", "import datetime\ndatetime.datetime = Frozen", "time-rebind"),
+    # builtins for every module
+    ("builtins-assign", "import builtins\nbuiltins.open = fake", "builtins-rebind"),
+    ("builtins-alias", "import builtins as b\nb.print = fake", "builtins-rebind"),
+    ("dunder-builtins", "__builtins__['print'] = fake", "builtins-rebind"),
+    ("globals-builtins", "globals()['__builtins__']['open'] = fake", "builtins-rebind"),
+    ("setattr-builtins", "import builtins\nsetattr(builtins, 'open', fake)", "builtins-rebind"),
+    ("builtins-update", "import builtins\nbuiltins.__dict__.update(open=fake)", "builtins-rebind"),
+    ("builtins-import-hook", "import builtins\nbuiltins.__import__ = hook", "builtins-rebind"),
+    # the report file
+    ("xml-open", "open('report.xml', 'w')", "report-path"),
+    ("xml-path", "from pathlib import Path\nPath('out.xml').write_text(text)", "report-path"),
+    ("xml-joined", "import os\nopen(os.path.join(folder, 'r.xml'), 'wb')", "report-path"),
+    ("xml-copy", "import shutil\nshutil.copy(src, 'result.xml')", "report-path"),
+    ("xml-glob", "import glob\nglob.glob('**/*.xml')", "report-path"),
+    ("junit-literal", "PATH = '/out/junit.xml'", "report-path"),
+]
+
+# Ordinary library code that must not be flagged: a finding rejects the grade.
+CLEAN: list[tuple[str, str]] = [
+    (
+        "library-module",
+        '"""A module about pytest_configure, junit reports and sitecustomize."""\n'
+        "import dataclasses\nimport logging\nimport typing\n\nlog = logging.getLogger(__name__)\n\n"
+        "@dataclasses.dataclass\nclass Point:\n    x: typing.Any = None\n\n"
+        "    def area(self) -> int:\n"
+        '        """Mentions pytest and os._exit in a docstring."""\n        return 0\n',
+    ),
+    ("read-clock", "import time\nstart = time.time()\nelapsed = time.perf_counter() - start"),
+    ("clock-function", "from time import perf_counter\nt0 = perf_counter()"),
+    ("clock-alias", "import time as _time\n_time.sleep(0.1)"),
+    ("main-argv", "import sys\nif __name__ == '__main__':\n    print(sys.argv)"),
+    ("main-argv-reversed", "import sys\nif '__main__' == __name__:\n    sys.exit(main(sys.argv[1:]))"),
+    ("main-signal", "import signal\nif __name__ == '__main__':\n    signal.signal(signal.SIGINT, handler)"),
+    ("main-parse", "import argparse\nif __name__ == '__main__':\n    argparse.ArgumentParser().parse_known_args()"),
+    ("parse-given-args", "def main(argv):\n    return parser.parse_known_args(argv)"),
+    ("string-mentions-pytest", "MESSAGE = 'run pytest to check'"),
+    ("type-string", "def f(config: 'pytest.Config') -> None:\n    pass"),
+    ("literal-exec", "exec('x = 1')\nvalue = eval('1 + 1')"),
+    ("re-compile", "import re\nPATTERN = re.compile(pattern)"),
+    ("compile-method", "class A:\n    def compile(self, x):\n        return x\nA().compile(y)"),
+    ("local-named-time", "def f(time):\n    time.value = 3"),
+    ("attribute-named-time", "class A:\n    def f(self):\n        self.time = 5"),
+    ("environment-write", "import os\nos.environ['TZ'] = 'UTC'"),
+    ("sys-exit", "import sys\nsys.exit(main())"),
+    ("kill-child", "import os\nos.kill(pid, 15)"),
+    ("relative-import", "import importlib\nimportlib.import_module('.' + name, __package__)"),
+    ("prefixed-import", "import importlib\nimportlib.import_module(f'encodings.{name}')"),
+    ("formatted-relative-import", "import importlib\nimportlib.import_module('.{}'.format(name), __name__)"),
+    ("plugin-prefix-import", "import importlib\nimportlib.import_module('myproject_plugin_' + name)"),
+    ("own-module", "import sys\nmodule = sys.modules[__name__]"),
+    ("subprocess", "import subprocess\nsubprocess.run(['git', 'status'], check=True)"),
+    ("read-xml", "open('data.xml')\nimport xml.etree.ElementTree as ET\nET.parse('config.xml')"),
+    ("write-json", "import json\nwith open('out.json', 'w') as f:\n    json.dump(x, f)"),
+    ("inspect-signature", "import inspect\ninspect.signature(f)"),
+    ("gc-collect", "import gc\ngc.collect()"),
+    ("weakref", "import weakref\nref = weakref.ref(x)"),
+    ("read-builtins", "import builtins\nopen_ = builtins.open\ngetattr(builtins, 'open')"),
+    ("datetime-now", "import datetime\nnow = datetime.datetime.now()"),
+    ("type-checking", "import typing\nif typing.TYPE_CHECKING:\n    from collections.abc import Iterator"),
+    ("setattr-object", "def f(obj):\n    setattr(obj, 'name', 1)\n    object.__setattr__(obj, 'time', 2)"),
+    ("patch-own-code", "from unittest import mock\nmock.patch('mypkg.api.fetch')"),
+    ("http-patch", "import requests\nrequests.patch('https://example.org/time.time')"),
+    ("self-dict", "class A:\n    def f(self, **kw):\n        self.__dict__.update(kw)"),
+    ("dict-update", "d = {}\nd.update(a=1)\nd['time'] = 2"),
+    ("version", "import sys\nprint(sys.version_info)"),
+    ("getattr-name", "def name(f):\n    return getattr(f, '__name__', repr(f))"),
+    ("format-xml-name", "NAME = '%s.xml' % name"),
+    ("module-main-check", "import __main__\nINTERACTIVE = not hasattr(__main__, '__file__')"),
+    ("lru-cache", "import functools\n@functools.lru_cache\ndef f():\n    return 1"),
+]
+
+
+def _kinds(source: str, path: str = "src/pkg/mod.py") -> list[str]:
+    found = scan_file(path, source.encode())
+    assert found is not None, "the snippet must parse"
+    return [f.kind for f in found]
+
+
+@pytest.mark.parametrize(("source", "kind"), [(s, k) for _, s, k in FLAGGED], ids=[i for i, _, _ in FLAGGED])
+def test_flagged(source: str, kind: str) -> None:
+    assert kind in _kinds(source)
+
+
+@pytest.mark.parametrize("source", [s for _, s in CLEAN], ids=[i for i, _ in CLEAN])
+def test_not_flagged(source: str) -> None:
+    assert scan_file("src/pkg/mod.py", source.encode()) == []
+
+
+def test_a_finding_names_the_resolved_chain_and_its_line() -> None:
+    found = scan_file("src/pkg/mod.py", b"import os\n\nfrom os import _exit as bye\n\nbye(0)\n")
+    assert found is not None
+    assert [(f.line, f.kind, f.detail) for f in found] == [(3, "os-exit", "os._exit"), (5, "os-exit", "os._exit")]
+    assert found[0].path == "src/pkg/mod.py" and "skipping the test runner" in found[0].message
+
+
+def test_a_whole_main_module_may_read_the_command_line() -> None:
+    source = b"import sys\nsys.exit(main(sys.argv[1:]))\n"
+    assert scan_file("src/pkg/__main__.py", source) == []
+    assert _kinds(source.decode()) == ["argv-read"]
+
+
+def _nested_exec(levels: int) -> str:
+    source = "import ctypes"
+    for _ in range(levels):
+        source = f"exec({source!r})"
+    return source
+
+
+def test_literal_code_is_scanned_so_deep_and_deeper_code_is_a_finding_itself() -> None:
+    assert _kinds(_nested_exec(3)) == ["ctypes"]
+    assert _kinds(_nested_exec(6)) == ["dynamic-exec"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "x = " + "(" * 300 + "1" + ")" * 300,  # too deep for Python itself
+        "x = " + "+".join(["1"] * 20000),
+        "x = " + "-" * 900 + "1",
+        "import os\nx = os" + ".a" * 5000,
+        "f" + "()" * 3000,
+        "x = d" + "['k']" * 3000,
+        "import os\nx = " + "getattr(" * 150 + "os" + ", 'a')" * 150,
+        "x = " + "+".join(["'a'"] * 2000),
+        "x = f'" + "{a}" * 5000 + "'",
+        "".join("    " * i + "if x:\n" for i in range(99)) + "    " * 99 + "pass",
+    ],
+    ids=["parens", "sum", "negations", "attributes", "calls", "subscripts", "getattrs", "strings", "fstring", "ifs"],
+)
+def test_deeply_nested_expressions_do_not_crash(source: str) -> None:
+    found = scan_file("src/pkg/mod.py", source.encode())
+    assert found is None or found == []
+
+
+def test_a_finding_inside_a_deep_expression_is_still_found() -> None:
+    assert "os-exit" in _kinds("import os\nx = " + "(" * 150 + "os._exit" + ")" * 150)
+
+
+def test_a_syntax_error_is_not_a_finding() -> None:
+    assert scan_file("src/pkg/mod.py", b"def broken(:\n    import pytest\n") is None
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "lines"),
+    [
+        ("src/evil.pth", "# a comment\nimport os; os._exit(0)\n", [2]),
+        ("src/paths.pth", "/opt/elsewhere\n", [1]),
+        ("pkg.dist-info/entry_points.txt", "[console_scripts]\nx = a:b\n\n[pytest11]\nevil = pkg.evil\n", [4, 5]),
+        ("pyproject.toml", '[project]\nname = "x"\n\n[project.entry-points.pytest11]\nevil = "pkg.evil"\n', [4, 5]),
+        ("pyproject.toml", '[project.entry-points."pytest11"]\nevil = "pkg.evil"\n', [1, 2]),
+        ("pyproject.toml", '[tool.poetry.plugins.pytest11]\nevil = "pkg.evil"\n', [1, 2]),
+        ("setup.cfg", "[metadata]\nname = x\n[options.entry_points]\npytest11 =\n    evil = pkg.evil\n", [4, 5]),
+        ("setup.py", "setup(entry_points={'pytest11': ['evil = pkg.evil']})\n", [1]),
+    ],
+    ids=["pth-import", "pth-path", "entry-points-txt", "pyproject", "pyproject-quoted", "poetry", "setup-cfg", "setup-py"],
+)
+def test_files_that_load_code_without_an_import(path: str, text: str, lines: list[int]) -> None:
+    found = scan_file(path, text.encode())
+    assert found is not None
+    assert [f.line for f in found] == lines
+    assert {f.kind for f in found} <= {"startup-hook", "entry-points"}
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("pyproject.toml", '[project]\nname = "x"\n[project.scripts]\nx = "pkg:main"\n[tool.pytest.ini_options]\n'),
+        ("setup.cfg", "[metadata]\nname = x\n[options.entry_points]\nconsole_scripts =\n    x = pkg:main\n"),
+        ("pkg.dist-info/entry_points.txt", "[console_scripts]\nx = pkg:main\n"),
+        ("README.md", "import pytest\n"),
+    ],
+)
+def test_ordinary_packaging_files_are_clean(path: str, text: str) -> None:
+    assert scan_file(path, text.encode()) == []
+
+
+def test_a_startup_file_is_itself_a_finding() -> None:
+    found = scan_file("src/sitecustomize.py", b"x = 1\n")
+    assert found is not None
+    assert [(f.line, f.kind) for f in found] == [(0, "startup-hook")]
+
+
+def _finding(line: int, kind: str = "pytest-internals", detail: str = "import pytest") -> TamperFinding:
+    return TamperFinding(path="a.py", line=line, kind=kind, detail=detail, message="m")  # type: ignore[arg-type]
+
+
+def test_added_findings_forgive_the_base_count_lines_not_added_first() -> None:
+    base = [_finding(1)]
+    candidate = [_finding(1), _finding(9)]
+    assert [f.line for f in added_findings(candidate, base, {9})] == [9]
+    assert [f.line for f in added_findings(candidate, base, {1})] == [1]  # line 9 moved: line 1 is the new one
+    assert added_findings([_finding(3)], base, {3}) == []  # the base's import, moved down
+    assert [f.detail for f in added_findings([_finding(1), _finding(2, detail="import _pytest")], base)] == [
+        "import _pytest"
+    ]
+
+
+# -- the whole patch, from a real git workspace ------------------------------------------------------------
+
+
+def _snapshot(tmp_path: Path, base: dict[str, str | bytes], after: dict[str, str | bytes | None]) -> Snapshot:
+    """The base committed as the pristine repository, and a workspace of base + ``after`` staged against it."""
+    pristine, workspace = tmp_path / "pristine", tmp_path / "workspace"
+    pristine.mkdir(parents=True)
+    for path, content in base.items():
+        _write(pristine / path, content)
+    init_snapshot_repo(pristine)
+    shutil.copytree(pristine, workspace, symlinks=True)
+    for path, content in after.items():
+        if content is None:
+            (workspace / path).unlink()
+        else:
+            _write(workspace / path, content)
+    git(workspace, "add", "-A", "-f")
+    patch = graded_patch(workspace)
+    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch))
+
+
+def _write(target: Path, content: str | bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content.encode() if isinstance(content, str) else content)
+
+
+def _scan(tmp_path: Path, base: dict[str, str | bytes], after: dict[str, str | bytes | None]):
+    return scan_patch(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine")
+
+
+PLUGIN = "import pytest\n\n\ndef helper():\n    return pytest.approx(1)\n"
+
+
+def test_what_the_base_already_had_is_forgiven(tmp_path: Path) -> None:
+    evidence = _scan(tmp_path, {"src/plugin.py": PLUGIN}, {"src/plugin.py": PLUGIN + "\n\ndef more():\n    return 2\n"})
+    assert (evidence.findings, evidence.files_scanned) == ([], ["src/plugin.py"])
+
+
+def test_a_second_copy_of_what_the_base_had_is_not(tmp_path: Path) -> None:
+    added = PLUGIN + "\n\ndef more():\n    import pytest\n\n    return pytest\n"
+    evidence = _scan(tmp_path, {"src/plugin.py": PLUGIN}, {"src/plugin.py": added})
+    assert [(f.path, f.line, f.detail) for f in evidence.findings] == [("src/plugin.py", 9, "import pytest")]
+
+
+def test_a_new_file_compares_with_nothing_and_a_rename_with_its_old_self(tmp_path: Path) -> None:
+    evidence = _scan(
+        tmp_path,
+        {"src/old.py": PLUGIN},
+        {"src/old.py": None, "src/renamed.py": PLUGIN, "src/new.py": "import atexit\n"},
+    )
+    assert [(f.path, f.kind) for f in evidence.findings] == [("src/new.py", "atexit")]
+    assert sorted(evidence.files_scanned) == ["src/new.py", "src/renamed.py"]
+
+
+def test_test_files_and_sealed_test_folders_are_not_scanned(tmp_path: Path) -> None:
+    base = {"tests/test_a.py": "def test_a():\n    pass\n", "src/pkg/core.py": "X = 1\n"}
+    evil = "import pytest\nimport atexit\n"
+    after = {
+        "tests/test_a.py": evil,
+        "tests/helpers.py": evil,  # a helper of a sealed test folder: the acceptance run resets it
+        "src/pkg/test_util.py": evil,  # a test file by its name: removed from the acceptance run
+        "src/pkg/testing_helpers.py": evil,  # neither: the package imports it, so it is scanned
+    }
+    evidence = _scan(tmp_path, base, after)
+    assert {f.path for f in evidence.findings} == {"src/pkg/testing_helpers.py"}
+    assert evidence.files_scanned == ["src/pkg/testing_helpers.py"]
+
+
+def test_unreadable_sources_are_skipped_not_reported(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    outside.write_text("import pytest\n")
+    snapshot = _snapshot(
+        tmp_path, {"src/a.py": "X = 1\n"}, {"src/broken.py": "def broken(:\n", "src/blob.py": b"\x00\x01import pytest"}
+    )
+    assert snapshot.workspace is not None
+    os.symlink(outside, snapshot.workspace / "src" / "link.py")
+    git(snapshot.workspace, "add", "-A", "-f")
+    snapshot = snapshot.model_copy(update={"changes": changed_files(snapshot.workspace)})
+    evidence = scan_patch(TASK, snapshot, tmp_path / "pristine")
+    assert evidence.findings == []
+    assert sorted(evidence.files_skipped) == ["src/blob.py", "src/broken.py", "src/link.py"]
+
+
+def test_compiled_modules_and_startup_files_are_findings_whatever_the_base(tmp_path: Path) -> None:
+    base = {"src/pkg/fast.so": b"\x7fELF\x00old", "src/sitecustomize.py": "X = 1\n"}
+    after = {
+        "src/pkg/fast.so": b"\x7fELF\x00new",
+        "src/pkg/__pycache__/core.cpython-311.pyc": b"\x00\x01\x02",
+        "src/sitecustomize.py": "X = 2\n",
+    }
+    evidence = _scan(tmp_path, base, after)
+    assert sorted((f.path, f.kind) for f in evidence.findings) == [
+        ("src/pkg/__pycache__/core.cpython-311.pyc", "dynamic-exec"),
+        ("src/pkg/fast.so", "ctypes"),
+        ("src/sitecustomize.py", "startup-hook"),
+    ]
+
+
+def test_packaging_files_compare_with_the_base(tmp_path: Path) -> None:
+    base = {"pyproject.toml": '[project]\nname = "p"\n\n[project.entry-points.pytest11]\nmine = "p.plugin"\n'}
+    kept = _scan(tmp_path / "kept", base, {"pyproject.toml": base["pyproject.toml"] + '\n[project.scripts]\np = "p:m"\n'})
+    grown = _scan(tmp_path / "grown", base, {"pyproject.toml": base["pyproject.toml"] + 'evil = "p.evil"\n'})
+    assert kept.findings == []
+    assert [(f.line, f.kind) for f in grown.findings] == [(6, "entry-points")]
+
+
+def _baseline(pristine: Path) -> Baseline:
+    base = BaseRef(kind="folder", location=str(pristine), revision="0" * 12)
+    return Baseline(base=base, key="k", pristine=pristine, tests=TestRunEvidence())
+
+
+def test_the_task_gates_on_what_the_patch_adds(tmp_path: Path) -> None:
+    snapshot = _snapshot(tmp_path, {"src/a.py": "X = 1\n"}, {"src/a.py": "import os\n\nX = 1\nos._exit(0)\n"})
+    component = check_tamper.fn(TASK, snapshot, _baseline(tmp_path / "pristine"))
+    assert (component.name, component.role, component.passed, component.score) == ("tamper", "gate", False, 0.0)
+    assert component.reason_codes == ["tamper-suspected"]
+    assert component.messages[0].startswith("src/a.py:4: os-exit: ")
+
+
+def test_the_task_passes_a_clean_patch(tmp_path: Path) -> None:
+    snapshot = _snapshot(tmp_path, {"src/a.py": "X = 1\n"}, {"src/a.py": "import time\n\nX = time.time()\n"})
+    component = check_tamper.fn(TASK, snapshot, _baseline(tmp_path / "pristine"))
+    assert (component.passed, component.score, component.reason_codes) == (True, 1.0, [])
+    assert component.details["files_scanned"] == ["src/a.py"]

@@ -1,0 +1,68 @@
+"""What a tests component publishes about a run with hidden tests: passed/failed per declared id, no more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gradeflow.models import GradeComponent, GradeResult, TaskSpec
+from gradeflow.tasks.tests import withhold_hidden_details, withhold_hidden_timings
+
+RAW = {
+    "fail_to_pass": {"t::f1": "passed", "t::f2": "error", "t::f3": "missing"},
+    "pass_to_pass": {"t::p1": "passed", "t::p2": "skipped", "t::p3": "failed"},
+    "quarantined": {"t::q": "skipped"},
+    "broken": ["t::p3"],
+    "counts": {"passed": 1041, "skipped": 77},
+    "exit_code": 42,
+    "duration": 13.37,
+    "harness": {"anything": "new"},
+}
+
+
+def _spec(**tests: Any) -> TaskSpec:
+    return TaskSpec.model_validate(
+        {"task_id": "t", "type": "bugfix", "repo": ".", "tests": {"command": "pytest {junit}", **tests}}
+    )
+
+
+def _component() -> GradeComponent:
+    return GradeComponent(
+        name="tests",
+        score=0.2,
+        passed=False,
+        details=RAW,
+        messages=["fail_to_pass t::f2 is error", "the JUnit report is unusable: <secret from the hidden test>"],
+        reason_codes=["fail-to-pass-failing", "pass-to-pass-broken"],
+    )
+
+
+def test_with_hidden_tests_only_the_declared_verdicts_are_published() -> None:
+    published = withhold_hidden_details(_spec(hidden="/h"), _component())
+    assert published.details == {
+        "fail_to_pass": {"t::f1": "passed", "t::f2": "failed", "t::f3": "failed"},
+        # a pass_to_pass skipped on both sides is kept: it passes here as it does in the score
+        "pass_to_pass": {"t::p1": "passed", "t::p2": "passed", "t::p3": "failed"},
+        "quarantined": {"t::q": "failed"},
+        "broken": ["t::p3"],
+        "counts": {"passed": 3, "failed": 3},
+        "withheld": published.details["withheld"],
+    }
+    assert published.messages == ["fail_to_pass t::f2 failed", "fail_to_pass t::f3 failed", "pass_to_pass t::p3 failed"]
+    assert (published.score, published.passed, published.reason_codes) == (0.2, False, _component().reason_codes)
+    assert "secret" not in published.model_dump_json() and "13.37" not in published.model_dump_json()
+
+
+@pytest.mark.parametrize("tests", [{}, {"hidden": "/h", "publish_hidden_details": True}])
+def test_without_hidden_tests_or_when_the_task_opts_in_everything_is_published(tests: dict[str, Any]) -> None:
+    assert withhold_hidden_details(_spec(**tests), _component()) == _component()
+
+
+def test_the_tests_step_duration_is_withheld_too() -> None:
+    result = GradeResult(
+        task_id="t", submission_id="s", status="graded", score=1.0, passed=True, decision="merge-candidate",
+        timings={"baseline": 1.0, "tests": 13.37, "combine": 0.1},
+    )  # fmt: skip
+    assert withhold_hidden_timings(_spec(hidden="/h"), result).timings == {"baseline": 1.0, "combine": 0.1}
+    assert withhold_hidden_timings(_spec(), result).timings == result.timings
