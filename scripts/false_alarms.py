@@ -129,7 +129,8 @@ def download(cache: Path, projects: Sequence[Project] = PROJECTS) -> dict[tuple[
     wanted = [(p.name, v) for p in projects for v in (p.old, p.new)]
     missing = [w for w in wanted if _cached_sdist(folder, *w) is None]
     with ThreadPoolExecutor(max_workers=max(1, len(missing))) as pool:
-        problems = [(w, e) for w, e in zip(missing, pool.map(lambda w: _pip_download(folder, *w), missing)) if e]
+        errors = pool.map(lambda w: _pip_download(folder, *w), missing)
+        problems = [(w, e) for w, e in zip(missing, errors, strict=True) if e]
     if problems:
         raise DownloadError("; ".join(f"{name}=={version}: {error}" for (name, version), error in problems))
     return {w: path for w in wanted if (path := _cached_sdist(folder, *w))}
@@ -178,7 +179,9 @@ def snapshot_of(work: Path, old: dict[str, bytes], new: dict[str, bytes]) -> tup
     _write_tree(workspace, new)
     git(workspace, "add", "-A", "-f")
     patch = graded_patch(workspace)
-    return pristine, Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch))
+    return pristine, Snapshot(
+        workspace=workspace, patch=patch, changes=changed_files(workspace), added=added_lines(patch)
+    )
 
 
 def _test_ids(files: dict[str, bytes], folder: str) -> set[str]:
@@ -192,7 +195,8 @@ def _test_ids(files: dict[str, bytes], folder: str) -> set[str]:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
                 ids.add(f"{rel}::{node.name}")
             elif isinstance(node, ast.ClassDef):
-                ids |= {f"{rel}::{node.name}::{m.name}" for m in node.body if getattr(m, "name", "").startswith("test")}
+                methods = [m for m in node.body if isinstance(m, ast.FunctionDef) and m.name.startswith("test")]
+                ids |= {f"{rel}::{node.name}::{m.name}" for m in methods}
     return ids
 
 
@@ -228,21 +232,26 @@ def check(project: Project, sdists: dict[tuple[str, str], Path], cache: Path, gr
         changed = [c.path + (f" ({c.status} from {c.old_path})" if c.old_path else "") for c in snapshot.changes]
         report = Report(project, changed, evidence.findings, evidence.files_skipped, edits)
         if grade:
-            report.grade = _grade(project, work, pristine, snapshot.patch, new, added)
+            report.grade = _grade(project, work / "grade", old, new, added)
     return report
 
 
-def _grade(project: Project, work: Path, pristine: Path, patch: str, new: dict[str, bytes], added: list[str]) -> str:
-    """A full grade of the upstream change, the new release's tests hidden; its summary line."""
+def _grade(project: Project, work: Path, old: dict[str, bytes], new: dict[str, bytes], added: list[str]) -> str:
+    """A full grade of the upstream source change, the new release's tests hidden; its summary line."""
     from gradeflow import grade
 
+    def tests(files: dict[str, bytes]) -> dict[str, bytes]:
+        return {rel: data for rel, data in files.items() if rel.startswith(f"{project.tests}/")}
+
+    source = {rel: data for rel, data in new.items() if rel not in tests(new)} | tests(old)
+    pristine, snapshot = snapshot_of(work, old, source)  # the patch an agent would send: source only
     hidden = work / "hidden"
-    _write_tree(hidden, {rel: data for rel, data in new.items() if rel.startswith(f"{project.tests}/")})
+    _write_tree(hidden, tests(new))
     task_file = work / "task.yaml"
     spec = _task_spec(project, pristine, added, hidden).model_dump(mode="json", exclude_none=True)
     spec["base_revision"] = git(pristine, "rev-parse", "HEAD").stdout.decode().strip()
     task_file.write_text(yaml.safe_dump(spec))
-    result = grade(task_file, patch=patch, sandbox="local")
+    result = grade(task_file, patch=snapshot.patch, sandbox="local")
     return f"{result.summary()} decision={result.decision} reasons={result.reason_codes}"
 
 

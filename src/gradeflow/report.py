@@ -2,7 +2,10 @@
 
 Conventions a caller may rely on:
 
-- Inconclusive grades are counted (``inconclusive``) and kept out of every denominator and statistic.
+- Inconclusive grades are counted (``inconclusive``, and ``inconclusive_rate`` = inconclusive / n) and
+  kept out of every other denominator and statistic, except ``strict_pass_rate``: passes / n, an
+  inconclusive grade counted as a failure. A configuration whose grades turn inconclusive where it
+  would fail shows a pass rate well above its strict pass rate and a high inconclusive rate.
 - ``std_score`` is the sample standard deviation (``None`` below two graded runs); ``pass_rate_ci`` is
   the Wilson 95% interval; ``pass_at_k`` is the unbiased estimator 1 − C(n−c, k)/C(n, k) per task,
   averaged over the group's tasks, for k = 1 … the fewest graded runs any of its tasks has.
@@ -53,7 +56,13 @@ class GroupStats(BaseModel):
     min_score: float | None
     max_score: float | None
     pass_rate: float | None
+    """Passes among graded runs (``None`` when none was graded)."""
     pass_rate_ci: list[float] | None
+    inconclusive_rate: float | None
+    """Inconclusive grades among all runs (``None`` for an empty group)."""
+    strict_pass_rate: float | None
+    """Passes among all runs: an inconclusive grade counts as a failure (``None`` for an empty group)."""
+    strict_pass_rate_ci: list[float] | None
     pass_at_k: dict[str, float]
     decisions: dict[str, int]
     top_reasons: list[tuple[str, int]]
@@ -138,12 +147,14 @@ def summarize(key: dict[str, str], records: Sequence[GradeRecord], top: int = 5)
     scores = [r.score for r in graded if r.score is not None]
     passes = sum(r.passed for r in graded)
     interval = wilson_interval(passes, len(graded))
+    strict = wilson_interval(passes, len(records))
+    inconclusive = len(records) - len(graded)
     reasons = Counter(code for r in records for code in dict.fromkeys(r.reason_codes))
     return GroupStats(
         key=key,
         n=len(records),
         graded=len(graded),
-        inconclusive=len(records) - len(graded),
+        inconclusive=inconclusive,
         mean_score=_rounded(statistics.fmean(scores)) if scores else None,
         median_score=_rounded(statistics.median(scores)) if scores else None,
         std_score=_rounded(statistics.stdev(scores)) if len(scores) > 1 else None,
@@ -151,6 +162,9 @@ def summarize(key: dict[str, str], records: Sequence[GradeRecord], top: int = 5)
         max_score=max(scores, default=None),
         pass_rate=_rounded(passes / len(graded)) if graded else None,
         pass_rate_ci=[round(interval[0], 6), round(interval[1], 6)] if interval else None,
+        inconclusive_rate=_rounded(inconclusive / len(records)) if records else None,
+        strict_pass_rate=_rounded(passes / len(records)) if records else None,
+        strict_pass_rate_ci=[round(strict[0], 6), round(strict[1], 6)] if strict else None,
         pass_at_k=_pass_at_k(graded),
         decisions=dict(sorted(Counter(r.decision for r in records).items())),
         top_reasons=sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:top],

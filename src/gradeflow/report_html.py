@@ -1,7 +1,8 @@
 """The report as one self-contained HTML page: inline CSS and inline SVG plots, no script, no network.
 
 Plots (each an ``<svg class="plot" data-plot=NAME>``): ``score-distribution`` (every graded score per
-configuration, with box, whiskers and mean), ``pass-rate`` (rate and Wilson interval) and
+configuration, with box, whiskers and mean), ``pass-rate`` (rate and Wilson interval, with the strict
+rate, inconclusive counted as failed, as a hollow ring and the inconclusive rate beside it) and
 ``reason-codes`` (top reason codes, one bar per configuration).
 """
 
@@ -108,22 +109,34 @@ def _pass_rate_plot(groups: list[GroupStats]) -> str:
         body.append(
             f'<text x="{_LEFT - 8}" y="{y + 4}" font-size="12" text-anchor="end">{escape(_label(stats.key))}</text>'
         )
+        if stats.strict_pass_rate is not None:
+            body.append(
+                f'<circle class="strict-rate" cx="{_x(stats.strict_pass_rate)}" cy="{y}" r="7" fill="none" '
+                f'stroke="{colour}" stroke-width="2"><title>strict {stats.strict_pass_rate:.2f}</title></circle>'
+            )
         if stats.pass_rate is None or stats.pass_rate_ci is None:
-            body.append(f'<text x="{_LEFT}" y="{y + 4}" font-size="11">no graded run</text>')
+            body.append(f'<text x="{_LEFT + 14}" y="{y + 4}" font-size="11">no graded run{_rates(stats, ", ")}</text>')
             continue
         low, high = stats.pass_rate_ci
         body.append(
             f'<line x1="{_x(low)}" y1="{y}" x2="{_x(high)}" y2="{y}" stroke="{colour}" stroke-width="3"/>'
             f'<circle class="rate" cx="{_x(stats.pass_rate)}" cy="{y}" r="5" fill="{colour}"/>'
             f'<text x="{_LEFT + _WIDTH + 10}" y="{y + 4}" font-size="11">{stats.pass_rate:.2f} '
-            f"[{low:.2f}, {high:.2f}]</text>"
+            f"[{low:.2f}, {high:.2f}]{_rates(stats, ' · ')}</text>"
         )
     return _svg(
         "pass-rate",
-        "Pass rate with Wilson 95% interval",
+        "Pass rate with Wilson 95% interval; ring: strict pass rate (inconclusive counted as failed)",
         height,
-        body + _axis(height, "pass rate (Wilson 95% interval)"),
+        body + _axis(height, "pass rate (Wilson 95% interval); ring: inconclusive counted as failed"),
     )
+
+
+def _rates(stats: GroupStats, separator: str) -> str:
+    """`` · strict 0.40 · inconclusive 20%`` (nothing for an empty group)."""
+    if stats.strict_pass_rate is None or stats.inconclusive_rate is None:
+        return ""
+    return f"{separator}strict {stats.strict_pass_rate:.2f} · inconclusive {stats.inconclusive_rate:.0%}"
 
 
 def _reason_plot(groups: list[GroupStats], members: list[list[GradeRecord]], top: int = 8) -> str:
@@ -159,8 +172,8 @@ def _reason_plot(groups: list[GroupStats], members: list[list[GradeRecord]], top
 def _table(rows: Sequence[GroupStats]) -> str:
     head = (
         "<tr><th>configuration</th><th>n</th><th>graded</th><th>inconclusive</th><th>mean</th><th>median</th>"
-        "<th>std</th><th>min</th><th>max</th><th>pass rate [95% CI]</th><th>pass@k</th><th>decisions</th>"
-        "<th>top reasons</th></tr>"
+        "<th>std</th><th>min</th><th>max</th><th>pass rate [95% CI]</th><th>inconclusive rate</th>"
+        "<th>strict pass rate [95% CI]</th><th>pass@k</th><th>decisions</th><th>top reasons</th></tr>"
     )
 
     def cell(value: float | None) -> str:
@@ -169,10 +182,14 @@ def _table(rows: Sequence[GroupStats]) -> str:
     body = []
     for s in rows:
         ci = f" [{s.pass_rate_ci[0]:.2f}, {s.pass_rate_ci[1]:.2f}]" if s.pass_rate_ci else ""
+        strict_ci = (
+            f" [{s.strict_pass_rate_ci[0]:.2f}, {s.strict_pass_rate_ci[1]:.2f}]" if s.strict_pass_rate_ci else ""
+        )
         body.append(
             f"<tr><td>{escape(_label(s.key))}</td><td>{s.n}</td><td>{s.graded}</td><td>{s.inconclusive}</td>"
             f"<td>{cell(s.mean_score)}</td><td>{cell(s.median_score)}</td><td>{cell(s.std_score)}</td>"
             f"<td>{cell(s.min_score)}</td><td>{cell(s.max_score)}</td><td>{cell(s.pass_rate)}{ci}</td>"
+            f"<td>{cell(s.inconclusive_rate)}</td><td>{cell(s.strict_pass_rate)}{strict_ci}</td>"
             f"<td>{escape(', '.join(f'@{k} {v:.2f}' for k, v in s.pass_at_k.items()))}</td>"
             f"<td>{escape(', '.join(f'{k} {v}' for k, v in s.decisions.items()))}</td>"
             f"<td>{escape(', '.join(f'{c} ({n})' for c, n in s.top_reasons))}</td></tr>"
@@ -192,7 +209,9 @@ def render_html(report: Report, records: Sequence[GradeRecord]) -> str:
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>gradeflow report</title>'
         f"<style>{_CSS}</style></head><body><h1>gradeflow report</h1>"
-        f"<p>{len(records)} records, grouped by {by}. Inconclusive grades are shown, never counted in a rate.</p>"
+        f"<p>{len(records)} records, grouped by {by}. Inconclusive grades are kept out of the pass rate and "
+        "the scores; the inconclusive rate stands beside each pass rate, and the strict pass rate counts them "
+        "as failures.</p>"
         f"<h2>Comparison</h2>{verdict}"
         f"<h2>Score distributions</h2>{_distribution_plot(report.groups, members)}"
         f"<h2>Pass rate</h2>{_pass_rate_plot(report.groups)}"

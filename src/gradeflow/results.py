@@ -10,7 +10,7 @@ from gradeflow.graders.composite import Combined, combine
 from gradeflow.models import ChangedFile, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
 from gradeflow.policy import Profile
 
-__all__ = ["graded_result", "inconclusive_result", "refused_result", "task_weights"]
+__all__ = ["gate_decided_result", "graded_result", "inconclusive_result", "refused_result", "task_weights"]
 
 
 def task_weights(task: TaskSpec, profile: Profile, custom: dict[str, float] | None = None) -> dict[str, float]:
@@ -107,6 +107,50 @@ def _unplaced(components: Sequence[GradeComponent], profile: Profile) -> list[st
         for c in components
         if c.role == "objective" and not profile.reports(profile.dimension_of(c))
     ]
+
+
+def gate_decided_result(
+    task: TaskSpec,
+    submission_id: str,
+    components: Sequence[GradeComponent],
+    profile: Profile,
+    *,
+    patch: str,
+    changes: Sequence[ChangedFile],
+    environment: EnvironmentFingerprint | None,
+    unfinished: str,
+) -> GradeResult | None:
+    """A grade a later step could not finish, decided by a gate that had already failed; ``None`` if none had.
+
+    A failed gate (or a profile's hard gate) decides the grade whatever the other steps would have
+    found, so the result is graded and ``rejected``, score 0, with the components gathered so far;
+    ``unfinished`` (what broke) is kept in its messages.
+    """
+    threshold = task.grading.pass_threshold
+    combined = combine(
+        components, task_weights(task, profile), profile.pass_threshold if threshold is None else threshold, profile
+    )
+    verdict = _verdict(combined, profile, empty=not changes)
+    if verdict["decision"] != "rejected":
+        return None
+    return GradeResult(
+        task_id=task.task_id,
+        submission_id=submission_id,
+        status="graded",
+        components=combined.components,
+        patch=patch,
+        profile=profile.name,
+        dimensions=combined.dimensions,
+        environment=environment,
+        gradeflow_version=gradeflow_version(),
+        **{
+            **verdict,
+            "score": 0.0,
+            "passed": False,
+            "messages": [*verdict["messages"], f"a later step did not finish ({unfinished}); the failed gate decides"],
+        },
+        **_change_counts(changes),
+    )
 
 
 def refused_result(

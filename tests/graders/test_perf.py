@@ -76,3 +76,90 @@ def test_an_unchanged_submission_is_not_faster() -> None:
 
 def test_perf_grader_is_an_objective() -> None:
     assert _grade([1.0], [0.2]).role == "objective"
+
+
+def _reported(**fields: object):
+    task = TaskSpec.model_validate(
+        make_task(type="perf", perf={"command": "python bench.py --report", "timing": "reported"})
+    )
+    evidence = PerfEvidence.model_validate(fields)
+    return PerfGrader().grade(GradingContext(task=task, workspace=InMemoryWorkspace(), perf=evidence))
+
+
+@pytest.mark.parametrize(
+    ("fields", "codes", "message"),
+    [
+        # An honest 2x: reported 2.0x, wall 1.6x (the process's start-up is in the wall time only).
+        (
+            {"baseline": [1.0], "candidate": [0.5], "baseline_wall": [1.25], "candidate_wall": [0.78]},
+            ["perf-below-min-speedup"],
+            "speed-up 2.00x (needs 4x)",
+        ),
+        # An atexit handler prints {"seconds": 0.0001}: 10,000x reported, 1x wall.
+        (
+            {"baseline": [1.0], "candidate": [0.0001], "baseline_wall": [1.2], "candidate_wall": [1.2]},
+            ["perf-timing-implausible"],
+            "the reported speed-up 10000.00x is more than 2 times the wall speed-up 1.00x of the same runs",
+        ),
+        # Exactly twice the wall speed-up is still believed.
+        (
+            {"baseline": [1.0], "candidate": [0.2], "baseline_wall": [1.0], "candidate_wall": [0.4]},
+            [],
+            "speed-up 5.00x (needs 4x)",
+        ),
+        # A reported time longer than the process ran.
+        (
+            {"baseline": [1.0], "candidate": [0.9, 0.5], "baseline_wall": [1.1], "candidate_wall": [0.95, 0.4]},
+            ["perf-timing-implausible"],
+            "candidate run 2 reported 0.5 s but its process ran 0.4 s",
+        ),
+        # A figure that is no time at all, recorded by the task.
+        (
+            {"baseline": [1.0], "baseline_wall": [1.1], "implausible": ["candidate run 1 reported inf seconds"]},
+            ["perf-timing-implausible"],
+            "candidate run 1 reported inf seconds",
+        ),
+    ],
+)
+def test_reported_timings_must_be_plausible(fields: dict[str, object], codes: list[str], message: str) -> None:
+    component = _reported(**fields)
+    assert component.reason_codes == codes
+    assert message in component.messages
+    assert (component.score == 0.0) is ("perf-timing-implausible" in codes)
+
+
+def test_both_speedups_are_shown() -> None:
+    component = _reported(baseline=[1.0], candidate=[0.0001], baseline_wall=[1.2], candidate_wall=[1.0])
+    assert (component.details["speedup"], component.details["wall_speedup"]) == (10000.0, 1.2)
+    assert component.details["candidate_wall"] == [1.0]
+    assert component.messages[0] == "speed-up 10000.0x measured, not scored"
+
+
+def test_wall_timing_never_applies_the_plausibility_rules() -> None:
+    component = _grade([1.0], [0.25])
+    assert "wall_speedup" not in component.details and "baseline_wall" not in component.details
+    assert component.reason_codes == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "codes"),
+    [
+        ({"mismatches": ["candidate run 1: perf.check exited 1"]}, ["perf-output-mismatch"]),
+        ({"modified": ["bench.py"]}, ["perf-benchmark-modified"]),
+        (
+            {"modified": ["bench.py"], "mismatches": ["candidate run 1: its output differs"]},
+            ["perf-benchmark-modified", "perf-output-mismatch"],
+        ),
+        (
+            {"mismatches": ["candidate run 2: its output differs"], "errors": ["candidate run 3: exit code 1"]},
+            ["perf-output-mismatch", "perf-benchmark-failed"],
+        ),
+    ],
+)
+def test_a_faster_wrong_or_edited_benchmark_scores_zero(fields: dict[str, object], codes: list[str]) -> None:
+    task = TaskSpec.model_validate(make_task(type="perf", perf={"command": "python bench.py"}))
+    evidence = PerfEvidence.model_validate({"baseline": [1.0], "candidate": [0.1], **fields})
+    component = PerfGrader().grade(GradingContext(task=task, workspace=InMemoryWorkspace(), perf=evidence))
+    assert (component.score, component.passed, component.reason_codes) == (0.0, False, codes)
+    assert component.details["speedup"] == 10.0
+    assert component.messages[0] == "speed-up 10.0x measured, not scored"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import TamperFinding, TestRunEvidence
+from gradeflow.evidence import TamperEvidence, TamperFinding, TestRunEvidence
 from gradeflow.models import TaskSpec
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
@@ -66,6 +67,7 @@ FLAGGED: list[tuple[str, str, str]] = [
     ("computed-dunder-import", "__import__(name)", "dynamic-exec"),
     ("run-path", "import runpy\nrunpy.run_path('x.txt')", "dynamic-exec"),
     ("marshal", "import marshal\nmarshal.loads(data)", "dynamic-exec"),
+    ("zipimport", "import zipimport\nzipimport.zipimporter('lib.zip').load_module('m')", "dynamic-exec"),
     ("file-loader", "import importlib.machinery\nimportlib.machinery.SourceFileLoader('m', 'm.txt')", "dynamic-exec"),
     ("spec-from-file", "import importlib.util\nimportlib.util.spec_from_file_location('m', 'm.txt')", "dynamic-exec"),
     # every live object, every class
@@ -313,7 +315,7 @@ def test_a_syntax_error_is_not_a_finding() -> None:
         ("setup.cfg", "[metadata]\nname = x\n[options.entry_points]\npytest11 =\n    evil = pkg.evil\n", [4, 5]),
         ("setup.py", "setup(entry_points={'pytest11': ['evil = pkg.evil']})\n", [1]),
     ],
-    ids=["pth-import", "pth-path", "entry-points-txt", "pyproject", "pyproject-quoted", "poetry", "setup-cfg", "setup-py"],
+    ids=["pth-import", "pth-path", "entry-points", "pyproject", "pyproject-quoted", "poetry", "setup-cfg", "setup-py"],
 )
 def test_files_that_load_code_without_an_import(path: str, text: str, lines: list[int]) -> None:
     found = scan_file(path, text.encode())
@@ -359,12 +361,12 @@ def test_added_findings_forgive_the_base_count_lines_not_added_first() -> None:
 # -- the whole patch, from a real git workspace ------------------------------------------------------------
 
 
-def _snapshot(tmp_path: Path, base: dict[str, str | bytes], after: dict[str, str | bytes | None]) -> Snapshot:
+def _snapshot(tmp_path: Path, base: Mapping[str, str | bytes], after: Mapping[str, str | bytes | None]) -> Snapshot:
     """The base committed as the pristine repository, and a workspace of base + ``after`` staged against it."""
     pristine, workspace = tmp_path / "pristine", tmp_path / "workspace"
     pristine.mkdir(parents=True)
-    for path, content in base.items():
-        _write(pristine / path, content)
+    for path, data in base.items():
+        _write(pristine / path, data)
     init_snapshot_repo(pristine)
     shutil.copytree(pristine, workspace, symlinks=True)
     for path, content in after.items():
@@ -382,7 +384,7 @@ def _write(target: Path, content: str | bytes) -> None:
     target.write_bytes(content.encode() if isinstance(content, str) else content)
 
 
-def _scan(tmp_path: Path, base: dict[str, str | bytes], after: dict[str, str | bytes | None]):
+def _scan(tmp_path: Path, base: Mapping[str, str | bytes], after: Mapping[str, str | bytes | None]) -> TamperEvidence:
     return scan_patch(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine")
 
 
@@ -440,8 +442,8 @@ def test_unreadable_sources_are_skipped_not_reported(tmp_path: Path) -> None:
 
 
 def test_compiled_modules_and_startup_files_are_findings_whatever_the_base(tmp_path: Path) -> None:
-    base = {"src/pkg/fast.so": b"\x7fELF\x00old", "src/sitecustomize.py": "X = 1\n"}
-    after = {
+    base: dict[str, str | bytes] = {"src/pkg/fast.so": b"\x7fELF\x00old", "src/sitecustomize.py": "X = 1\n"}
+    after: dict[str, str | bytes | None] = {
         "src/pkg/fast.so": b"\x7fELF\x00new",
         "src/pkg/__pycache__/core.cpython-311.pyc": b"\x00\x01\x02",
         "src/sitecustomize.py": "X = 2\n",
@@ -456,7 +458,8 @@ def test_compiled_modules_and_startup_files_are_findings_whatever_the_base(tmp_p
 
 def test_packaging_files_compare_with_the_base(tmp_path: Path) -> None:
     base = {"pyproject.toml": '[project]\nname = "p"\n\n[project.entry-points.pytest11]\nmine = "p.plugin"\n'}
-    kept = _scan(tmp_path / "kept", base, {"pyproject.toml": base["pyproject.toml"] + '\n[project.scripts]\np = "p:m"\n'})
+    scripts = '\n[project.scripts]\np = "p:m"\n'
+    kept = _scan(tmp_path / "kept", base, {"pyproject.toml": base["pyproject.toml"] + scripts})
     grown = _scan(tmp_path / "grown", base, {"pyproject.toml": base["pyproject.toml"] + 'evil = "p.evil"\n'})
     assert kept.findings == []
     assert [(f.line, f.kind) for f in grown.findings] == [(6, "entry-points")]

@@ -26,8 +26,8 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
 from gradeflow.errors import InfraError, SpecError
-from gradeflow.logs import get_logger, redacting
 from gradeflow.evidence import TestRunEvidence
+from gradeflow.logs import get_logger, redacting
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.policy import Profile, load_profile
 from gradeflow.results import gate_decided_result, inconclusive_result, refused_result

@@ -10,6 +10,7 @@ from pathlib import Path
 from gradeflow.globs import matches_any
 from gradeflow.graders.base import WorkspaceView
 from gradeflow.models import ChangedFile
+from gradeflow.sandbox.base import remove_tree
 
 __all__ = ["HostWorkspace", "inject_tree", "list_files", "remove_injected", "restore_from"]
 
@@ -51,22 +52,57 @@ def list_files(root: Path, globs: list[str]) -> list[str]:
 
 
 def restore_from(pristine: Path, workspace: Path, paths: list[str]) -> list[str]:
-    """Put ``paths`` back as they are in ``pristine`` (removing those the base lacks); returns those changed."""
+    """Put ``paths`` back as they are in ``pristine`` (removing those the base lacks); returns those changed.
+
+    Whatever the workspace has on the way to a path where the base has a folder (a file, a link, a
+    link loop) is removed first, so nothing is written through a link and no folder is missing; a
+    folder where the base has a file is removed whole, whatever its modes.
+    """
     restored = []
     for rel in paths:
         source, target = pristine / rel, workspace / rel
+        cleared = _clear_the_way(pristine, workspace, rel)
         if target.is_symlink() or target.exists():
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            else:
-                target.unlink()
+            _remove(target)
             restored.append(rel)
         if source.is_file() and not source.is_symlink():
             target.parent.mkdir(parents=True, exist_ok=True)
+            _make_writable(target.parent)
             shutil.copy2(source, target)
-            if rel not in restored:
-                restored.append(rel)
+        if (cleared or source.is_file()) and rel not in restored:
+            restored.append(rel)
     return restored
+
+
+def _clear_the_way(pristine: Path, workspace: Path, rel: str) -> bool:
+    """Remove the first entry on the way to ``rel`` that is not the folder the base has there; whether one was."""
+    parts = Path(rel).parts[:-1]
+    for depth in range(1, len(parts) + 1):
+        here, base = workspace.joinpath(*parts[:depth]), pristine.joinpath(*parts[:depth])
+        if here.is_dir() and not here.is_symlink():
+            continue
+        if not here.is_symlink() and not here.exists():
+            return False
+        if here.is_symlink() and base.is_symlink() and os.readlink(here) == os.readlink(base):
+            continue  # the base's own link
+        _remove(here)
+        return True
+    return False
+
+
+def _remove(path: Path) -> None:
+    """Remove a file, link or whole folder, also from a read-only folder or with unreadable subfolders."""
+    _make_writable(path.parent)
+    if path.is_dir() and not path.is_symlink():
+        remove_tree(path)
+    else:
+        path.unlink()
+
+
+def _make_writable(folder: Path) -> None:
+    mode = folder.stat().st_mode
+    if mode & 0o700 != 0o700:
+        folder.chmod(mode | 0o700)
 
 
 def inject_tree(source: Path, workspace: Path, backup: Path) -> list[str]:

@@ -14,11 +14,17 @@ from pydantic import BaseModel
 
 from gradeflow.errors import BaselineBroken, InfraError, SpecError
 from gradeflow.models import TaskSpec
+from gradeflow.tasks._filetypes import MAX_DEPTH, why_unsupported
 from gradeflow.tasks._git import git, init_snapshot_repo
 
-__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base"]
+__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base", "skipped_by_copy"]
 
 _SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+
+
+def skipped_by_copy(name: str) -> bool:
+    """Whether :func:`copy_tree` leaves out entries of this name (VCS and cache folders, bytecode)."""
+    return name in _SKIP or name.endswith(".pyc")
 
 
 class BaseRef(BaseModel):
@@ -75,14 +81,34 @@ def _folder_hash(root: Path) -> str:
 
 
 def copy_tree(source: Path, dest: Path) -> None:
-    """Copy a folder keeping symlinks as links and skipping VCS and cache folders."""
-    shutil.copytree(
-        source,
-        dest,
-        symlinks=True,
-        dirs_exist_ok=True,
-        ignore=lambda _d, names: [n for n in names if n in _SKIP or n.endswith(".pyc")],
-    )
+    """Copy a folder keeping symlinks as links and skipping VCS and cache folders.
+
+    Entries that cannot be copied (see :func:`gradeflow.tasks._filetypes.unsupported_entries`: FIFOs,
+    sockets, devices, unreadable files, link loops, folders nested too deep) are left out, and the copy
+    is made readable and writable by gradeflow (only the owner's bits are added; git records none but
+    the executable bit), so restoring, sealing and removing it never meet a read-only folder.
+    """
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        depth = len(Path(folder).relative_to(source).parts)
+        return [
+            n
+            for n in names
+            if skipped_by_copy(n) or depth >= MAX_DEPTH or why_unsupported(Path(folder) / n) is not None
+        ]
+
+    shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True, ignore=ignore)
+    _owner_may_write(dest)
+
+
+def _owner_may_write(root: Path) -> None:
+    for folder, dirs, files in os.walk(root):
+        for name, bits in [*((d, 0o700) for d in dirs), *((f, 0o600) for f in files)]:
+            path = Path(folder) / name
+            if not path.is_symlink() and (mode := path.stat().st_mode) & bits != bits:
+                path.chmod(mode | bits)
+    if (mode := root.stat().st_mode) & 0o700 != 0o700:
+        root.chmod(mode | 0o700)
 
 
 def materialize(base: BaseRef, dest: Path) -> None:

@@ -25,7 +25,7 @@ from gradeflow.tasks._files import list_files, restore_from
 from gradeflow.tasks._sections import SECTIONS, sections_differ, splice_sections
 from gradeflow.testids import file_of_test_id
 
-__all__ = ["INFRASTRUCTURE", "infrastructure_edits", "seal_acceptance_tree", "seal_infrastructure"]
+__all__ = ["INFRASTRUCTURE", "folders_to_seal", "infrastructure_edits", "seal_acceptance_tree", "seal_infrastructure"]
 
 INFRASTRUCTURE: tuple[str, ...] = (
     "**/pytest.ini",

@@ -435,7 +435,7 @@ class _Scanner:
         source = _arg(node, 0, "source")
         literal, complete = _fold(source) if source is not None else ("", False)
         if source is not None and (not complete or self.depth >= _MAX_LITERAL_DEPTH):
-            message = f"{name}() of a computed value (or of literal code nested too deep), which the scan cannot see into"
+            message = f"{name}() of a computed value (or of literal code nested too deep): the scan cannot see into it"
             self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
         elif source is not None:
             self._consume(source)

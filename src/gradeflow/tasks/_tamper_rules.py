@@ -103,6 +103,7 @@ CHAINS: dict[str, Rule] = {
     "importlib.machinery.ExtensionFileLoader": ("dynamic-exec", _LOADS),
     "importlib.util.spec_from_file_location": ("dynamic-exec", _LOADS),
     "runpy.run_path": ("dynamic-exec", "runs a file as a script, which the scan does not follow"),
+    "zipimport.zipimporter": ("dynamic-exec", "imports code from an archive, which the scan does not read"),
     "runpy.run_module": ("dynamic-exec", "runs a module as a script, main block included"),
     "marshal.loads": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),
     "marshal.load": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),

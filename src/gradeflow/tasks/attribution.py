@@ -115,6 +115,4 @@ def attributed(
         if problem is None:
             return broken(broken_component(task_spec, step, exc))
         code = exc.reason_code if isinstance(exc, InfraError) else SandboxUnavailable.reason_code
-        raise InfraError(
-            f"{step}: {_one_line(exc)}; a fresh sandbox fails too ({problem})", reason_code=code
-        ) from exc
+        raise InfraError(f"{step}: {_one_line(exc)}; a fresh sandbox fails too ({problem})", reason_code=code) from exc

@@ -1,7 +1,14 @@
-"""Task: the submission as a private workspace plus the graded patch and what it changes."""
+"""Task: the submission as a private workspace plus the graded patch and what it changes.
+
+Entries the grader cannot copy or follow (:mod:`gradeflow.tasks._filetypes`: a FIFO, socket or
+device in a checkout, a symlink loop, an unreadable file, folders nested too deep) refuse the
+submission with ``unsupported-file-type`` naming the path, unless git ignores them (they are left out
+of the copy then, as every ignored file is).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -9,12 +16,16 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from gradeflow.errors import SubmissionError
+from gradeflow.errors import SubmissionError, UnsupportedFileType
 from gradeflow.models import ChangedFile, Submission, TaskSpec
+from gradeflow.sandbox.base import remove_tree
 from gradeflow.tasks._binary_patch import omit_large_binaries
 from gradeflow.tasks._diff import added_by_path
 from gradeflow.tasks._files import HostWorkspace
+from gradeflow.tasks._filetypes import MAX_DEPTH, too_deep, unsupported_entries
+from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
+from gradeflow.tasks._repo import skipped_by_copy
 from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
 
 __all__ = ["Snapshot", "discard", "take_snapshot"]
@@ -47,21 +58,52 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
     del task_spec
     workspace = working_copy(ensure_pristine(baseline.base, baseline.key))
     try:
-        if submission.patch is not None:
-            apply_patch(workspace, submission.patch)
-        else:
-            assert submission.workspace is not None
-            stage_checkout(workspace, submission.workspace)
+        _stage(workspace, submission)
+        changes = changed_files(workspace)
+        _refuse_unsupported({c.path: f"nested deeper than {MAX_DEPTH} folders" for c in changes if too_deep(c.path)})
     except SubmissionError as exc:
         discard(workspace)
         patch = omit_large_binaries(submission.patch or "")
         return Snapshot(workspace=None, patch=patch, refusal=exc.reason_code, message=str(exc))
+    except BaseException:
+        discard(workspace)
+        raise
     patch = omit_large_binaries(graded_patch(workspace), workspace)
     added = {path: [text for _, text in lines] for path, lines in added_by_path(patch.encode()).items()}
-    return Snapshot(workspace=workspace, patch=patch, changes=changed_files(workspace), added=added)
+    return Snapshot(workspace=workspace, patch=patch, changes=changes, added=added)
+
+
+def _stage(workspace: Path, submission: Submission) -> None:
+    """Apply the diff or stage the checkout; ``UnsupportedFileType`` for what neither can hold."""
+    if submission.patch is not None:
+        try:
+            apply_patch(workspace, submission.patch)
+        except (RuntimeError, OSError):
+            # Checking the links resolves each one: a link loop the patch made raises there.
+            _refuse_unsupported(unsupported_entries(workspace, skip=lambda name: name == ".git"))
+            raise
+        return
+    assert submission.workspace is not None
+    found = unsupported_entries(submission.workspace, skip=skipped_by_copy)
+    stage_checkout(workspace, submission.workspace)  # the copy leaves out what was found
+    _refuse_unsupported({path: why for path, why in found.items() if not _ignored(workspace, path)})
+
+
+def _ignored(workspace: Path, path: str) -> bool:
+    """Whether the checkout's own ignore rules (now in ``workspace``) leave ``path`` out of the patch."""
+    return git(workspace, "check-ignore", "-q", "--", path, check=False).returncode == 0
+
+
+def _refuse_unsupported(found: dict[str, str]) -> None:
+    if found:
+        listed = [f"{path} is {why}" for path, why in list(found.items())[:5]]
+        more = f" (and {len(found) - 5} more)" if len(found) > 5 else ""
+        raise UnsupportedFileType(f"the submission holds what gradeflow cannot copy: {'; '.join(listed)}{more}")
 
 
 def discard(workspace: Path | None) -> None:
-    """Remove a private workspace (and the temporary folder around it)."""
+    """Remove a private workspace (and the temporary folder around it), whatever modes a command left; never raises."""
     if workspace is not None:
+        with contextlib.suppress(OSError):
+            remove_tree(workspace.parent)
         shutil.rmtree(workspace.parent, ignore_errors=True)
