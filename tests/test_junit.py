@@ -15,6 +15,7 @@ from gradeflow.junit import (
     MAX_JUNIT_TESTCASES,
     MESSAGE_CHARS,
     JUnitError,
+    JUnitTooLarge,
     _CaseCollector,
     outcomes_for,
     parse_junit,
@@ -485,3 +486,67 @@ def test_testcase_outcome_and_message(result: str, outcome: str, message: str) -
 def test_missing_attributes_become_empty() -> None:
     (parsed,) = parse_junit(b"<testsuite><testcase/></testsuite>")
     assert (parsed.classname, parsed.name, parsed.file, parsed.outcome) == ("", "", None, "passed")
+
+
+def _report(count: int, *, hostile: bool = False) -> bytes:
+    """``count`` testcases: 1,000 names over ``count/1000`` modules, or (``hostile``) one name in as many classes."""
+    cases = "".join(
+        f'<testcase classname="pkg{i}.test_x" name="test"/>'
+        if hostile
+        else f'<testcase classname="tests.test_m{i // 1000}" name="test_{i % 1000}"/>'
+        for i in range(count)
+    )
+    return f"<testsuites><testsuite>{cases}</testsuite></testsuites>".encode()
+
+
+def test_a_report_over_the_testcase_cap_is_refused_as_too_large() -> None:
+    assert MAX_JUNIT_TESTCASES == 500_000
+    assert len(parse_junit(_report(4), max_cases=4)) == 4
+    with pytest.raises(JUnitTooLarge, match="more than 3 testcases"):
+        parse_junit(_report(4), max_cases=3)
+    with pytest.raises(JUnitTooLarge, match=f"more than {MAX_JUNIT_TESTCASES} testcases"):
+        parse_junit(b"<testsuite>" + b"<testcase/>" * (MAX_JUNIT_TESTCASES + 1) + b"</testsuite>")
+
+
+def test_reading_stops_at_the_first_testcase_over_the_cap() -> None:
+    # The rest need not even be well-formed: nothing past the cap is read.
+    with pytest.raises(JUnitTooLarge):
+        parse_junit(b"<testsuite>" + b"<testcase/>" * 3 + b"<broken", max_cases=2)
+
+
+def test_an_oversize_report_is_too_large_and_a_junit_error() -> None:
+    with pytest.raises(JUnitTooLarge):
+        parse_junit(b"<testsuite>" + b" " * MAX_JUNIT_BYTES + b"</testsuite>")
+    assert issubclass(JUnitTooLarge, JUnitError)
+
+
+def test_a_long_failure_text_keeps_only_its_first_line() -> None:
+    trace = "\n\n  first line of a long trace  \n" + "frame\n" * 100_000
+    data = f'<testsuite><testcase name="n"><failure>{trace}<nested>x</nested>tail</failure></testcase></testsuite>'
+    (case,) = parse_junit(data.encode())
+    assert (case.outcome, case.message) == ("failed", "first line of a long trace")
+
+
+def test_nested_testcases_keep_document_order_and_the_inner_results() -> None:
+    inner = b'<testcase name="inner"><error message="e"/></testcase>'
+    data = b'<testsuite><testcase name="outer">' + inner + b"</testcase></testsuite>"
+    assert [(c.name, c.outcome) for c in parse_junit(data)] == [("outer", "error"), ("inner", "error")]
+
+
+def test_100k_testcases_with_repeated_names_match_correctly() -> None:
+    # 100 modules with the same 1,000 names: matching used to compare each id with every same-named case.
+    cases = parse_junit(_report(100_000))
+    assert len(cases) == 100_000
+    ids = [f"tests/test_m{m}.py::test_{n}" for m in range(100) for n in range(0, 1000, 10)]
+    ids += ["tests/test_m3.py::test_1000", "pkg/tests/test_m5.py::test_7", "tests.test_m7::test_9"]
+    outcomes = outcomes_for(ids, cases)
+    assert outcomes.pop("tests/test_m3.py::test_1000") == "missing"
+    assert outcomes.pop("pkg/tests/test_m5.py::test_7") == "passed"  # a package prefix the report lacks
+    assert set(outcomes.values()) == {"passed"} and len(outcomes) == 10_001
+
+
+def test_100k_testcases_of_one_name_in_distinct_classes_stay_linear() -> None:
+    # The hostile shape for suffix matching: every case has the same name, and the ids are all missing.
+    cases = parse_junit(_report(100_000, hostile=True))
+    ids = [f"other/test_x{i}.py::test" for i in range(10_000)] + [f"test_x{i}::test" for i in range(10_000)]
+    assert set(outcomes_for(ids, cases).values()) == {"missing"}

@@ -54,6 +54,8 @@ class Case:
     task: str = "task"
     sandboxes: tuple[str, ...] = SANDBOXES
     build: str | None = None
+    patch: str | None = None
+    """The diff's name in ``patches/`` when it is not the case's own."""
     works_unguarded: bool = False
     not_expected: tuple[str, ...] = ()
     deadline: float | None = None
@@ -81,6 +83,7 @@ def load_cases() -> list[Case]:
                 task=entry.get("task", "task"),
                 sandboxes=tuple(entry.get("sandboxes", SANDBOXES)),
                 build=entry.get("build"),
+                patch=entry.get("patch"),
                 works_unguarded=entry.get("works_unguarded", False),
                 not_expected=tuple(entry.get("not_expected", ())),
                 deadline=entry.get("deadline"),
@@ -221,7 +224,7 @@ def submission(case: Case, folder: Path) -> Submission:
     """The case's submission; builders write under ``folder``."""
     if case.build is not None:
         return BUILDERS[case.build](folder)
-    return Submission(patch=PATCHES / f"{case.name}.diff")
+    return Submission(patch=PATCHES / f"{case.patch or case.name}.diff")
 
 
 def unlock(folder: Path) -> None:

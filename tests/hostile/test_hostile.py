@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hostile_corpus import Case, Corpus, load_cases
+from hostile_corpus import PATCHES, Case, Corpus, load_cases
 
 from sandbox.conftest import own_containers
 
@@ -52,6 +52,8 @@ def test_attack_works_without_gradeflow(case: Case, corpus: Corpus) -> None:
 def test_cases_are_well_formed() -> None:
     names = [c.name for c in CASES]
     assert len(names) == len(set(names))
+    diffs = {c.patch or c.name for c in CASES if c.build is None}
+    assert diffs == {p.stem for p in PATCHES.glob("*.diff")}, "every diff has a case, every case its diff"
     hostile = [c for c in CASES if c.klass != 0]
     assert len(hostile) >= 30
     assert {c.klass for c in hostile} == {1, 2, 3, 4, 5, 6}

@@ -18,6 +18,7 @@ TASKS = [
     "snapshot",
     "constraints",
     "test-infrastructure",
+    "tamper",
     "tests",
     "quality",
     "perf",
@@ -36,7 +37,7 @@ def test_the_flow_run_page_shows_the_tasks_tags_and_artifacts(
         page.wait_for_text(["grade-calc-divzero-webhook-1", "decision:merge-candidate", "grade-submission"], 60)
         page.click("task-runs")
         listing = page.wait_for_text([f"{name}-" for name in TASKS], 30)
-        assert "9 Task runs" in listing or "(9 Completed)" in listing
+        assert "11 Task runs" in listing or "(11 Completed)" in listing
         page.click("artifacts")
         page.wait_for_text(["grade-calc-divzero-webhook-1-summary", "grade-calc-divzero-webhook-1-components"], 30)
         shot = Path(os.environ.get("GRADEFLOW_UI_SCREENSHOT") or tmp_path / "flow-run.png")
