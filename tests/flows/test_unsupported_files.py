@@ -88,7 +88,9 @@ def test_a_symlink_loop_in_a_checkout_is_refused(tmp_path: Path, checkout: Path,
     assert "symlink loop" in _refused(_grade_checkout(tmp_path, checkout), "src/a", "src/b")
 
 
-def test_a_symlink_loop_in_a_patch_is_refused(tmp_path: Path, repo_task: Callable[..., Path], private_tmp: Path) -> None:
+def test_a_symlink_loop_in_a_patch_is_refused(
+    tmp_path: Path, repo_task: Callable[..., Path], private_tmp: Path
+) -> None:
     link = "diff --git a/src/{0} b/src/{0}\nnew file mode 120000\n--- /dev/null\n+++ b/src/{0}\n@@ -0,0 +1 @@\n+{1}\n"
     patch = diff(BUG, FIX) + link.format("a", "b") + "\\ No newline at end of file\n"
     patch += link.format("b", "a") + "\\ No newline at end of file\n"
