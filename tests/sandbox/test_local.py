@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from gradeflow.sandbox._local_procs import pid_namespace_available
 from gradeflow.sandbox.base import MAX_OUTPUT_BYTES
 from gradeflow.sandbox.local import LocalSandboxFactory
 
@@ -113,3 +117,69 @@ def test_pip_installs_into_a_private_environment_never_into_gradeflows(tmp_path:
     with factory.open(tmp_path) as later:  # the next sandbox starts without it
         assert later.run("python -c 'import gradeflow_probe_pkg'", env={}, timeout=60).exit_code != 0
     assert "private per sandbox" in (factory.describe().python_environment or "")
+
+
+CONTAINMENT = [
+    pytest.param(
+        True,
+        id="pid-namespace",
+        marks=pytest.mark.skipif(not pid_namespace_available(), reason="needs root and util-linux unshare"),
+    ),
+    pytest.param(False, id="marker-scan"),
+]
+
+
+@pytest.mark.parametrize("pid_namespace", CONTAINMENT)
+@pytest.mark.parametrize("when", ["after-success", "at-timeout"])
+def test_a_setsid_daemon_dies_with_its_command(tmp_path: Path, pid_namespace: bool, when: str) -> None:
+    marker = tmp_path / "marker"
+    daemon = f"setsid sh -c 'sleep 2; touch {marker}' > /dev/null 2>&1 &"
+    command = f"{daemon} {'true' if when == 'after-success' else 'sleep 30'}"
+    with LocalSandboxFactory(pid_namespace=pid_namespace).open(tmp_path) as box:
+        result = box.run(command, env={}, timeout=1.0)
+    assert result.timed_out == (when == "at-timeout")
+    time.sleep(3)
+    assert not marker.exists()  # the daemon left the process group and the session, and still died
+
+
+@pytest.mark.parametrize("pid_namespace", CONTAINMENT)
+def test_a_daemon_holding_the_output_open_does_not_hold_the_command(tmp_path: Path, pid_namespace: bool) -> None:
+    started = time.monotonic()
+    with LocalSandboxFactory(pid_namespace=pid_namespace).open(tmp_path) as box:
+        result = box.run("setsid sh -c 'sleep 30' & echo done", env={}, timeout=20)
+    assert (result.exit_code, result.stdout) == (0, "done\n")
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("pid_namespace", CONTAINMENT)
+def test_commands_keep_ordinary_signals_and_exit_codes(tmp_path: Path, pid_namespace: bool) -> None:
+    # Not the first process of the namespace: a SIGTERM it sends itself still ends it.
+    with LocalSandboxFactory(pid_namespace=pid_namespace).open(tmp_path) as box:
+        killed = box.run("python -c 'import os, signal; os.kill(os.getpid(), signal.SIGTERM)'", env={}, timeout=20)
+        exited = box.run("exit 7", env={}, timeout=10)
+    assert killed.exit_code not in (0, None) and exited.exit_code == 7
+
+
+def test_output_over_the_cap_is_cut_and_never_reaches_the_disk(box, tmp_path: Path) -> None:
+    # 1 GiB of output once went to temporary files; now it streams through pipes, head and tail kept.
+    size = 1024**3
+    disk = shutil.disk_usage(tempfile.gettempdir())
+    grew = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            grew[0] = max(grew[0], disk.free - shutil.disk_usage(tempfile.gettempdir()).free)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        result = box.run(f"echo first; head -c {size} /dev/zero; echo; echo last", env={}, timeout=120)
+    finally:
+        done.set()
+        watcher.join()
+    assert result.ok and result.stdout_bytes == size + len("first\n\nlast\n")
+    assert result.stdout.startswith("first\n") and result.stdout.endswith("last\n")
+    assert len(result.stdout) <= MAX_OUTPUT_BYTES + 100 and "output truncated" in result.stdout
+    assert grew[0] < size // 4
