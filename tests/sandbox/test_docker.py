@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
@@ -189,12 +190,16 @@ def test_an_engine_that_does_not_answer_is_unavailable_after_a_bounded_wait(
     ("field", "value", "message"),
     [
         ("user", "grader", "numeric 'uid:gid'"),
-        ("memory", "lots", "not a size like '2g'"),
     ],
 )
 def test_bad_settings_are_spec_errors_without_an_engine(field: str, value: str, message: str) -> None:
     with pytest.raises(SpecError, match=message):
         sandbox_factory(EnvironmentSpec.model_validate({"sandbox": "docker", field: value}))
+
+
+def test_a_memory_that_is_not_a_size_is_refused_when_the_spec_loads() -> None:
+    with pytest.raises(ValidationError, match="'lots' is not a size like '512m' or '2g'"):
+        EnvironmentSpec.model_validate({"sandbox": "docker", "memory": "lots"})
 
 
 def test_the_docker_kind_builds_a_factory_with_the_default_image() -> None:
