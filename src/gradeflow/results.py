@@ -34,11 +34,32 @@ def graded_result(
     Inconclusive instead when a dimension the profile requires (``missing: inconclusive``) has no
     evidence: the components and the dimensions that were scored are kept, the score is not.
     """
-    threshold = task.grading.pass_threshold
-    weights = weights if weights is not None else task_weights(task, profile)
-    combined = combine(components, weights, profile.pass_threshold if threshold is None else threshold, profile)
+    combined = _combine(task, components, profile, weights)
     if combined.missing:
         return _missing_dimension(task, submission_id, combined, profile, patch, changes, environment)
+    verdict = _verdict(combined, profile, empty=not changes)
+    return _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
+
+
+def _combine(
+    task: TaskSpec, components: Sequence[GradeComponent], profile: Profile, weights: dict[str, float] | None = None
+) -> Combined:
+    """The components combined under the task's weights and pass threshold, the profile's where unset."""
+    threshold = task.grading.pass_threshold
+    weights = weights if weights is not None else task_weights(task, profile)
+    return combine(components, weights, profile.pass_threshold if threshold is None else threshold, profile)
+
+
+def _graded(
+    task: TaskSpec,
+    submission_id: str,
+    combined: Combined,
+    profile: Profile,
+    patch: str,
+    changes: Sequence[ChangedFile],
+    environment: EnvironmentFingerprint | None,
+    verdict: Mapping[str, Any],
+) -> GradeResult:
     return GradeResult(
         task_id=task.task_id,
         submission_id=submission_id,
@@ -49,7 +70,7 @@ def graded_result(
         dimensions=combined.dimensions,
         environment=environment,
         gradeflow_version=gradeflow_version(),
-        **_verdict(combined, profile, empty=not changes),
+        **verdict,
         **_change_counts(changes),
     )
 
@@ -126,31 +147,17 @@ def gate_decided_result(
     found, so the result is graded and ``rejected``, score 0, with the components gathered so far;
     ``unfinished`` (what broke) is kept in its messages.
     """
-    threshold = task.grading.pass_threshold
-    combined = combine(
-        components, task_weights(task, profile), profile.pass_threshold if threshold is None else threshold, profile
-    )
+    combined = _combine(task, components, profile)
     verdict = _verdict(combined, profile, empty=not changes)
     if verdict["decision"] != "rejected":
         return None
-    return GradeResult(
-        task_id=task.task_id,
-        submission_id=submission_id,
-        status="graded",
-        components=combined.components,
-        patch=patch,
-        profile=profile.name,
-        dimensions=combined.dimensions,
-        environment=environment,
-        gradeflow_version=gradeflow_version(),
-        **{
-            **verdict,
-            "score": 0.0,
-            "passed": False,
-            "messages": [*verdict["messages"], f"a later step did not finish ({unfinished}); the failed gate decides"],
-        },
-        **_change_counts(changes),
-    )
+    decided = {
+        **verdict,
+        "score": 0.0,
+        "passed": False,
+        "messages": [*verdict["messages"], f"a later step did not finish ({unfinished}); the failed gate decides"],
+    }
+    return _graded(task, submission_id, combined, profile, patch, changes, environment, decided)
 
 
 def refused_result(

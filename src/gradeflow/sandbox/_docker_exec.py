@@ -19,7 +19,7 @@ from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._docker_engine import ENGINE_ERRORS
 from gradeflow.sandbox.base import OutputCapture
 
-__all__ = ["ExecOutcome", "finish", "run_exec"]
+__all__ = ["ExecOutcome", "exit_code", "finish", "run_exec"]
 
 _FIRST_POLL = 0.05
 _MAX_POLL = 0.5
@@ -80,8 +80,8 @@ def run_exec(
     reader.start()
     exited = _wait(api, exec_id, reader, started + timeout)
     ended = reader.ended if reader.ended is not None else time.perf_counter()
-    exit_code = _exit_code(api, exec_id) if exited else None
-    return ExecOutcome(exit_code=exit_code, stdout="", stderr="", duration=ended - started), reader
+    code = exit_code(api, exec_id) if exited else None
+    return ExecOutcome(exit_code=code, stdout="", stderr="", duration=ended - started), reader
 
 
 def finish(outcome: ExecOutcome, reader: _Reader, grace: float = 5.0) -> ExecOutcome:
@@ -111,9 +111,10 @@ def _wait(api: Any, exec_id: str, reader: _Reader, deadline: float) -> bool:
         poll = min(poll * 2, _MAX_POLL)
 
 
-def _exit_code(api: Any, exec_id: str) -> int:
-    # The stream can end a moment before the engine records the exit code.
-    give_up = time.perf_counter() + _EXIT_CODE_WAIT
+def exit_code(api: Any, exec_id: str, wait: float = _EXIT_CODE_WAIT) -> int:
+    """The exec's exit code, waited for up to ``wait`` seconds: the stream can end a moment before the
+    engine records it; ``SandboxUnavailable`` when it never does."""
+    give_up = time.perf_counter() + wait
     while True:
         state = api.exec_inspect(exec_id)
         if not state["Running"] and state["ExitCode"] is not None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from typing import IO, Any
 
 from docker.utils.socket import frames_iter
 
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox._docker_exec import exit_code
 from gradeflow.sandbox.base import OutputTooLarge
 
 __all__ = ["NO_SPACE", "get_file", "get_tree", "put_tree"]
@@ -95,7 +95,7 @@ def put_tree(api: Any, container_id: str, folder: str, archive: IO[bytes], *, us
         writer.join(_EXIT_WAIT)
         with contextlib.suppress(OSError):
             sock.close()
-    code = _exit_code(api, exec_id)
+    code = exit_code(api, exec_id, _EXIT_WAIT)
     if code == NO_SPACE:
         return False
     if code != 0:
@@ -122,7 +122,7 @@ def get_file(api: Any, container_id: str, path: str, max_bytes: int, *, user: st
             data += out
             if len(data) > max_bytes + 4096:
                 raise OutputTooLarge(f"{path} is over the {max_bytes}-byte cap")
-    code = _exit_code(api, exec_id)
+    code = exit_code(api, exec_id, _EXIT_WAIT)
     if code == _ABSENT:
         return None
     if code == _TOO_LARGE:
@@ -148,17 +148,6 @@ def get_tree(api: Any, container_id: str, folder: str, out: IO[bytes], *, user: 
             out.write(chunk)
         if err:
             errors += err[-200:]
-    code = _exit_code(api, exec_id)
+    code = exit_code(api, exec_id, _EXIT_WAIT)
     if code != 0:
         raise SandboxUnavailable(f"docker sandbox: cannot copy {folder} out (exit {code}): {bytes(errors)[-200:]!r}")
-
-
-def _exit_code(api: Any, exec_id: str) -> int:
-    give_up = time.perf_counter() + _EXIT_WAIT
-    while True:
-        state = api.exec_inspect(exec_id)
-        if not state["Running"] and state["ExitCode"] is not None:
-            return int(state["ExitCode"])
-        if time.perf_counter() >= give_up:
-            raise SandboxUnavailable(f"docker exec {exec_id[:12]}: the engine recorded no exit code")
-        time.sleep(0.01)

@@ -26,6 +26,7 @@ from gradeflow.errors import SandboxUnavailable
 __all__ = [
     "MAX_OUTPUT_BYTES",
     "PROBE_MIN_FREE_BYTES",
+    "PROBE_TIMEOUT",
     "CommandResult",
     "OutputCapture",
     "OutputTooLarge",
@@ -36,6 +37,7 @@ __all__ = [
     "check_free_space",
     "remove_tree",
     "replace_tree",
+    "run_true_in_fresh_sandbox",
 ]
 
 MAX_OUTPUT_BYTES = 64 * 1024
@@ -240,6 +242,26 @@ class SandboxFactory(abc.ABC):
         Called after a candidate's step failed in a way that looks like the environment's: when the
         probe passes, the candidate broke its own sandbox. Never cached; a few seconds at most.
         """
+
+
+PROBE_TIMEOUT = 30.0
+"""Seconds the probe's ``true`` may take in a fresh sandbox."""
+
+
+def run_true_in_fresh_sandbox(factory: SandboxFactory, label: str, what: str) -> None:
+    """Open a fresh sandbox over an empty folder and run ``true`` in it; ``SandboxUnavailable`` when that fails.
+
+    ``label`` starts the messages (``docker sandbox``), ``what`` names the fresh thing (``container``).
+    """
+    try:
+        with tempfile.TemporaryDirectory(prefix="gradeflow-probe-") as folder, factory.open(Path(folder)) as box:
+            result = box.run("true", env={}, timeout=PROBE_TIMEOUT)
+    except OSError as exc:
+        raise SandboxUnavailable(f"{label}: a fresh {what} cannot be made: {exc}") from None
+    if not result.ok:
+        raise SandboxUnavailable(
+            f"{label}: `true` fails in a fresh {what} (exit {result.exit_code}): {result.stderr[-200:]!r}"
+        )
 
 
 def check_free_space(*folders: Path, minimum: int = PROBE_MIN_FREE_BYTES) -> None:

@@ -64,6 +64,7 @@ from gradeflow.sandbox.base import (
     SandboxDescription,
     SandboxFactory,
     check_free_space,
+    run_true_in_fresh_sandbox,
 )
 
 __all__ = [
@@ -92,8 +93,6 @@ _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 _IMPORT_ERRORS: tuple[type[Exception], ...] = (*ENGINE_ERRORS, OSError, tarfile.TarError)
 ENGINE_WAIT = 10.0
 """Seconds a factory waits for the engine to answer before ``SandboxUnavailable``."""
-PROBE_TIMEOUT = 30.0
-"""Seconds the probe's ``true`` may take in a fresh container."""
 
 
 class DockerSandbox(Sandbox):
@@ -302,15 +301,7 @@ class DockerSandboxFactory(SandboxFactory):
             client.ping()
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: the engine does not answer a ping: {exc}") from None
-        try:
-            with tempfile.TemporaryDirectory(prefix="gradeflow-probe-") as folder, self.open(Path(folder)) as box:
-                result = box.run("true", env={}, timeout=PROBE_TIMEOUT)
-        except OSError as exc:
-            raise SandboxUnavailable(f"docker sandbox: a fresh container cannot be made: {exc}") from None
-        if not result.ok:
-            raise SandboxUnavailable(
-                f"docker sandbox: `true` fails in a fresh container (exit {result.exit_code}): {result.stderr[-200:]!r}"
-            )
+        run_true_in_fresh_sandbox(self, "docker sandbox", "container")
 
     def describe(self) -> SandboxDescription:
         """The image name and id, and the architecture and Python version inside it."""

@@ -40,6 +40,7 @@ from gradeflow.sandbox.base import (
     check_free_space,
     remove_tree,
     replace_tree,
+    run_true_in_fresh_sandbox,
 )
 
 __all__ = ["LocalSandbox", "LocalSandboxFactory"]
@@ -188,7 +189,6 @@ class LocalSandbox(Sandbox):
 
 _OUTPUT_GRACE = 5.0
 """Seconds to wait for the output pipes to close once everything the command started was killed."""
-_PROBE_TIMEOUT = 30.0
 
 
 class LocalSandboxFactory(SandboxFactory):
@@ -205,15 +205,7 @@ class LocalSandboxFactory(SandboxFactory):
     def probe(self) -> None:
         """The disks under gradeflow's home and the temp folder have room, and ``true`` runs in a fresh sandbox."""
         check_free_space(cache_dir())
-        try:
-            with tempfile.TemporaryDirectory(prefix="gradeflow-probe-") as folder, self.open(Path(folder)) as box:
-                result = box.run("true", env={}, timeout=_PROBE_TIMEOUT)
-        except OSError as exc:
-            raise SandboxUnavailable(f"local sandbox: a fresh sandbox cannot be made: {exc}") from None
-        if not result.ok:
-            raise SandboxUnavailable(
-                f"local sandbox: `true` fails in a fresh sandbox (exit {result.exit_code}): {result.stderr[-200:]!r}"
-            )
+        run_true_in_fresh_sandbox(self, "local sandbox", "sandbox")
 
     def describe(self) -> SandboxDescription:
         return SandboxDescription(

@@ -12,9 +12,20 @@ from gradeflow.graders.base import WorkspaceView
 from gradeflow.models import ChangedFile
 from gradeflow.sandbox.base import remove_tree
 
-__all__ = ["HostWorkspace", "inject_tree", "list_files", "remove_injected", "restore_from"]
+__all__ = ["HostWorkspace", "inject_tree", "list_files", "readable_file", "remove_injected", "restore_from"]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
+
+
+def readable_file(root: Path, path: str) -> Path:
+    """``root/path`` resolved: a regular file inside ``root`` (never through a link out of it), at most
+    ``MAX_READ_BYTES``; ``FileNotFoundError`` otherwise."""
+    target = (root / path).resolve()
+    if not target.is_relative_to(root.resolve()) or not target.is_file():
+        raise FileNotFoundError(path)
+    if target.stat().st_size > MAX_READ_BYTES:
+        raise FileNotFoundError(f"{path} is larger than {MAX_READ_BYTES} bytes")
+    return target
 
 
 @dataclass
@@ -27,12 +38,7 @@ class HostWorkspace(WorkspaceView):
     added: dict[str, list[str]] = field(default_factory=dict)
 
     def read(self, path: str) -> str:
-        target = (self.root / path).resolve()
-        if not target.is_relative_to(self.root.resolve()) or not target.is_file():
-            raise FileNotFoundError(path)
-        if target.stat().st_size > MAX_READ_BYTES:
-            raise FileNotFoundError(f"{path} is larger than {MAX_READ_BYTES} bytes")
-        return target.read_text(encoding="utf-8", errors="replace")
+        return readable_file(self.root, path).read_text(encoding="utf-8", errors="replace")
 
     def added_lines(self, path: str) -> list[str]:
         return self.added.get(path, [])

@@ -28,7 +28,7 @@ from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.tamper import TamperGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.tasks._files import MAX_READ_BYTES
+from gradeflow.tasks._files import readable_file
 from gradeflow.tasks._sealing import folders_to_seal
 from gradeflow.tasks._tamper_ast import scan_python
 from gradeflow.tasks.baseline import Baseline
@@ -120,13 +120,8 @@ def _inside(path: str, folders: list[str]) -> bool:
 
 def _read(root: Path, path: str) -> bytes | None:
     """A regular file under ``root`` (never through a link out of it), up to ``MAX_READ_BYTES``."""
-    target = (root / path).resolve()
     try:
-        if not target.is_relative_to(root.resolve()) or not target.is_file():
-            return None
-        if target.stat().st_size > MAX_READ_BYTES:
-            return None
-        return target.read_bytes()
+        return readable_file(root, path).read_bytes()
     except OSError:
         return None
 
