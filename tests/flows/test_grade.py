@@ -219,7 +219,8 @@ def test_bad_patches_are_graded_not_crashed(
 ) -> None:
     result = grade(load_task(repo_task()), patch=patch, sandbox=fake)
     assert (result.status, result.passed, result.score, result.reason_codes) == ("graded", False, 0.0, [code])
-    assert not Path("/tmp/x").exists() or Path("/tmp/x").read_text() != "pwned\n"
+    escaped = Path("/tmp/x")
+    assert not escaped.is_file() or escaped.read_text() != "pwned\n"
 
 
 def test_a_symlink_pointing_out_is_a_path_escape(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
