@@ -24,6 +24,7 @@ GROUP_KEYS = {
     "n",
     "graded",
     "inconclusive",
+    "inconclusive_rate",
     "mean_score",
     "median_score",
     "std_score",
@@ -31,6 +32,8 @@ GROUP_KEYS = {
     "max_score",
     "pass_rate",
     "pass_rate_ci",
+    "strict_pass_rate",
+    "strict_pass_rate_ci",
     "pass_at_k",
     "decisions",
     "top_reasons",
@@ -166,6 +169,7 @@ def test_report_json_keys_are_exactly_the_documented_ones(tmp_path: Path, capsys
     group = payload["groups"][1]
     assert group["key"] == {"model_id": "m-b"} and (group["n"], group["graded"], group["inconclusive"]) == (3, 2, 1)
     assert group["top_reasons"] == [["fail-to-pass-failing", 3]] and group["pass_at_k"] == {"1": 0.0, "2": 0.0}
+    assert group["inconclusive_rate"] == pytest.approx(1 / 3, abs=1e-6) and group["strict_pass_rate"] == 0.0
     assert payload["comparison"]["a"] == {"model_id": "m-a"}
     assert main(["report", "--ledger", url, "--by", "nothing"]) == 2
 
