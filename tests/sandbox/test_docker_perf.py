@@ -83,7 +83,7 @@ def test_an_honest_2x_patch_scores_the_formula_in_docker(grade_in_docker: Callab
 def test_every_import_is_a_fresh_container(tmp_path: Path, docker_client: Any, no_leftovers: None) -> None:
     del docker_client, no_leftovers
     (tmp_path / "ws").mkdir()
-    (tmp_path / "ws" / "kept.txt").write_text("base")
+    (tmp_path / "ws" / "kept.txt").write_text("base\n")
     with DockerSandboxFactory().open(tmp_path / "ws") as box:
         box.run("echo setup > made.txt && echo home > $HOME/h", env={}, timeout=20)
         box.export_workspace(tmp_path / "tree.tar")
