@@ -10,7 +10,7 @@ import pytest
 from builders import make_task
 from gradeflow.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models import TaskSpec
-from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, check_run, record_cases, summarize
+from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
 
 REPORT = b"<testsuites/>"
 HARNESS = Harness(
@@ -35,6 +35,7 @@ def _honest() -> tuple[HarnessRecord, RunFacts]:
             {"module": "tests/conftest.py", "file": "/ws/tests/conftest.py"},
         ],
         calls={"tests/test_calc.py::test_div": "ok"},
+        logged={"tests/test_calc.py::test_div": "ok"},
         exitstatus=1,
         junit_sha256=hashlib.sha256(REPORT).hexdigest(),
         finished=True,
@@ -66,6 +67,12 @@ def _without_canary(facts: RunFacts, name: str) -> RunFacts:
         (lambda r, f: (r.model_copy(update={"finished": False}), f), "ended before pytest finished"),
         (lambda r, f: (r, RunFacts(**{**f.__dict__, "junit": b"<testsuites></testsuites>"})), "differs from the one"),
         (lambda r, f: (r, RunFacts(**{**f.__dict__, "exit_code": 0})), "but the command exited 0"),
+        (lambda r, f: (r.model_copy(update={"logged": None}), f), "call log is missing"),
+        (
+            lambda r, f: (r.model_copy(update={"calls": {"tests/test_calc.py::test_div": "raised"}}), f),
+            "record of the test calls differs from the log",
+        ),
+        (lambda r, f: (r.model_copy(update={"log_problems": ["line 2 of the log"]}), f), "line 2 of the log"),
         (lambda r, f: (r, _without_canary(f, HARNESS.must_fail)), "must fail is missing"),
         (lambda r, f: (r, _without_canary(f, HARNESS.must_pass)), "must pass is missing"),
         (
@@ -105,6 +112,36 @@ def test_canaries_are_not_checked_when_the_base_could_not_run_them() -> None:
     record, facts = _honest()
     facts = _without_canary(_without_canary(facts, HARNESS.must_fail), HARNESS.must_pass)
     assert check_run(HARNESS, record, facts, BASE.model_copy(update={"canaries": False})) == []
+
+
+def test_a_run_that_stopped_before_any_test_is_not_blamed_for_its_canaries() -> None:
+    # A collection error ends pytest before the canaries run; the failing command already fails the task.
+    record, facts = _honest()
+    record = record.model_copy(update={"calls": {}, "logged": {}, "exitstatus": 2})
+    stopped = RunFacts(**{**facts.__dict__, "exit_code": 2, "cases": [_case("tests.test_calc", "error")]})
+    stopped = RunFacts(**{**stopped.__dict__, "junit_outcomes": {}, "record_outcomes": {}})
+    assert check_run(HARNESS, record, stopped, BASE) == []
+    # One passed case in the report with no call behind it is still a forgery, and the canaries are checked.
+    forged = RunFacts(**{**stopped.__dict__, "cases": [_case("test_div", "passed")]})
+    assert any("must pass is missing" in p for p in check_run(HARNESS, record, forged, BASE))
+
+
+@pytest.mark.parametrize(
+    ("log", "calls", "problem"),
+    [
+        (b'["a::t", "ok"]\n["b::t", "raised"]\n', {"a::t": "ok", "b::t": "raised"}, None),
+        (b'["a::t", "raised"]\n["a::t", "ok"]\n', {"a::t": "raised"}, "two results for a::t"),
+        (b'["a::t", "ok"]\n["a::t", "ok"]\n', {"a::t": "ok"}, None),  # a rerun plugin may log a test twice
+        (b'{"a::t": "ok"}\n', {}, "line 1"),
+        (b'7\n["a::t", "passed"]\n\xff\n', {}, "line 1"),
+    ],
+)
+def test_the_call_log_keeps_the_first_result_and_names_every_odd_line(
+    log: bytes, calls: dict, problem: str | None
+) -> None:
+    found, problems = _parse_log(log)
+    assert found == calls
+    assert (problem is None and problems == []) or any(problem in p for p in problems if problem), problems
 
 
 def test_the_summary_drops_conftests_and_the_harness_and_sees_the_canaries() -> None:

@@ -91,6 +91,8 @@ def _clear_the_way(pristine: Path, workspace: Path, rel: str) -> bool:
             return False
         if here.is_symlink() and base.is_symlink() and os.readlink(here) == os.readlink(base):
             continue  # the base's own link
+        if not here.is_symlink() and not base.is_dir():
+            return False  # a file where the base has no folder either: nothing lies beneath it to restore
         _remove(here)
         return True
     return False

@@ -4,7 +4,10 @@ Each run gets a fresh nonce. The plugin (``gradeflow/data/pytest_harness.py.txt`
 sandbox's harness folder, outside the repository, under a module name with the nonce, and loaded with
 ``-p`` through ``PYTEST_ADDOPTS``. It writes a record next to the report: the plugins loaded, what was
 collected, how each test's call ended before any report hook could rewrite it, pytest's own exit
-status and the hash of the JUnit report as pytest wrote it. The canaries (one must pass, one must fail)
+status and the hash of the JUnit report as pytest wrote it. Each call is also appended to a log the
+moment it ends, through a descriptor the plugin opened before any code of the repository was imported;
+its state lives in a closure, not in module globals the code under test could swap. A record rewritten
+later (at exit, by a replaced writer) then disagrees with the log. The canaries (one must pass, one must fail)
 are written into the tree beside the task's tests, named like them, and added to the session whatever
 paths, ``-k`` or ``-x`` the command uses.
 
@@ -56,6 +59,9 @@ class HarnessRecord(BaseModel):
     exitstatus: int | None = None
     junit_sha256: str | None = None
     finished: bool = False
+    logged: dict[str, str] | None = None
+    """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
+    log_problems: list[str] = Field(default_factory=list)
 
 
 def harness_applies(command: str) -> bool:
@@ -95,6 +101,11 @@ class Harness:
     def record_name(self) -> str:
         return f"harness-{self.nonce}.json"
 
+    @property
+    def log_name(self) -> str:
+        """The log each test's call is appended to as it ends (one JSON ``[nodeid, result]`` per line)."""
+        return f"harness-{self.nonce}.calls"
+
     def write_canaries(self, tree: Path) -> None:
         """Write the canary file into ``tree``; before the sandbox opens, which may copy the tree."""
         (tree / self.canary_file).parent.mkdir(parents=True, exist_ok=True)
@@ -109,6 +120,7 @@ class Harness:
         config = {
             "nonce": self.nonce,
             "record": sandbox.output_path(self.record_name),
+            "calls": sandbox.output_path(self.log_name),
             "canary_file": f"{workspace}/{self.canary_file}",
             "canaries": [self.must_pass, self.must_fail],
             "must_fail": self.must_fail,
@@ -166,7 +178,32 @@ def read_record(sandbox: Sandbox, harness: Harness) -> HarnessRecord | None:
         record = HarnessRecord.model_validate_json(found[0])
     except ValidationError:
         return None
-    return record if record.nonce == harness.nonce else None
+    if record.nonce != harness.nonce:
+        return None
+    try:
+        log = sandbox.read_output(harness.log_name, MAX_RECORD_BYTES)
+    except ValueError:
+        return record.model_copy(update={"log_problems": ["the harness's call log is over its size limit"]})
+    logged, problems = _parse_log(log[0]) if log is not None else (None, [])
+    return record.model_copy(update={"logged": logged, "log_problems": problems})
+
+
+def _parse_log(data: bytes) -> tuple[dict[str, str], list[str]]:
+    """The log's calls, the first line per test winning, and every line that is not one honest entry."""
+    calls: dict[str, str] = {}
+    problems: list[str] = []
+    for number, line in enumerate(data.splitlines(), 1):
+        try:
+            nodeid, result = json.loads(line)
+            if not isinstance(nodeid, str) or result not in ("ok", "raised", "skipped"):
+                raise ValueError
+        except (ValueError, TypeError):
+            problems.append(f"line {number} of the harness's call log is not an entry it writes")
+            continue
+        if nodeid in calls and calls[nodeid] != result:
+            problems.append(f"the harness's call log holds two results for {nodeid}")
+        calls.setdefault(nodeid, result)
+    return calls, problems[:3]
 
 
 def summarize(record: HarnessRecord, harness: Harness, cases: list[TestCaseResult], workspace: str) -> HarnessSummary:
@@ -204,7 +241,8 @@ def _canary_problems(harness: Harness, cases: list[TestCaseResult]) -> list[str]
 def record_cases(record: HarnessRecord) -> list[TestCaseResult]:
     """The record's calls as testcases, named the way pytest's JUnit writer names node ids."""
     cases = []
-    for nodeid, call in record.calls.items():
+    calls = record.logged if record.logged is not None else record.calls
+    for nodeid, call in calls.items():
         path, _, rest = nodeid.partition("::")
         parts = rest.split("::") if rest else []
         if not parts:
@@ -228,6 +266,20 @@ class RunFacts:
     workspace: str
 
 
+def _nothing_ran(record: HarnessRecord, facts: RunFacts) -> bool:
+    """Whether pytest stopped before any test ran (a collection error, a usage error), so no canary could run.
+
+    Nothing is gained by faking this: with no call in the record, any test the report shows passed is
+    flagged as forged below, and the command failed, so no test of the task counts as passed.
+    """
+    return (
+        not record.calls
+        and record.exitstatus not in (None, 0)
+        and facts.exit_code not in (None, 0)
+        and not any(case.outcome == "passed" for case in facts.cases)
+    )
+
+
 def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, base: HarnessSummary) -> list[str]:
     """Every way a candidate run disagrees with its harness record and the base; empty when none."""
     if record is None:
@@ -235,9 +287,14 @@ def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, b
     problems = []
     if not record.finished:
         problems.append("the test process ended before pytest finished (the harness never saw the session end)")
+    problems += record.log_problems
+    if record.logged is None:
+        problems.append("the harness's call log is missing")
+    elif record.logged != record.calls:
+        problems.append("the harness's record of the test calls differs from the log written as they ended")
     if record.junit_sha256 != hashlib.sha256(facts.junit).hexdigest():
         problems.append("the JUnit report differs from the one pytest wrote")
-    if base.canaries:
+    if base.canaries and not _nothing_ran(record, facts):
         problems += _canary_problems(harness, facts.cases)
     if record.exitstatus not in (None, 0) and facts.exit_code == 0:
         problems.append(f"pytest ended with status {record.exitstatus} but the command exited 0")
