@@ -27,13 +27,27 @@ def gradeflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """One Prefect test server for the whole session (it costs several seconds to start)."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_HOME, temporary_settings
+    from prefect.settings import (
+        PREFECT_CLIENT_MAX_RETRIES,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        PREFECT_HOME,
+        PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT,
+        PREFECT_SERVER_DATABASE_TIMEOUT,
+        temporary_settings,
+    )
     from prefect.testing.utilities import prefect_test_harness
 
+    # Tests that grade concurrently (the hostile corpus) queue on the server's SQLite file; a locked
+    # database is a 503 the client retries, so give it more tries and the server longer waits.
+    settings = {
+        PREFECT_HOME: tmp_path_factory.mktemp("prefect-home"),
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None,
+        PREFECT_CLIENT_MAX_RETRIES: 10,
+        PREFECT_SERVER_DATABASE_TIMEOUT: 30.0,
+        PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT: 30.0,
+    }
     with (
-        temporary_settings(
-            {PREFECT_HOME: tmp_path_factory.mktemp("prefect-home"), PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
-        ),
+        temporary_settings(settings),
         prefect_test_harness(server_startup_timeout=60),
     ):
         yield

@@ -398,8 +398,9 @@ def _plain_pytest(tree: Path, report: Path) -> tuple[bool, str]:
 
 # --- the whole corpus ---------------------------------------------------------------------------
 
-WORKERS = 4
-"""Grades at once: the test runs are short subprocesses or docker execs, so four keep two cores busy."""
+WORKERS = 3
+"""Grades at once: the test runs are short subprocesses or docker execs, so three keep two cores busy
+without a long queue on the test server's database."""
 
 
 class Corpus:

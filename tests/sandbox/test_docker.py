@@ -107,8 +107,28 @@ def test_a_memory_kill_is_reported_for_that_command_only(box: DockerSandbox) -> 
 def test_only_loopback_and_no_capabilities(box: DockerSandbox) -> None:
     result = box.run("ls /sys/class/net; grep -E '^Cap(Eff|Prm|Bnd)|^NoNewPrivs' /proc/self/status", env={}, timeout=10)
     lines = result.stdout.split()
-    assert lines[0] == "lo" and lines[1] == "CapPrm:"
-    assert set(lines[2:8:2]) == {"0000000000000000"} and lines[-1] == "1"
+    assert lines[0] == "lo" and lines[1:4:2] == ["CapPrm:", "CapEff:"]
+    assert set(lines[2:6:2]) == {"0000000000000000"} and lines[-1] == "1"
+    # The bounding set keeps only CAP_KILL (bit 5), for the root keeper; no-new-privileges means a
+    # command can never gain it.
+    assert lines[5:7] == ["CapBnd:", "0000000000000020"]
+
+
+BOMB = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)\n"
+
+
+def test_a_fork_bomb_left_behind_is_reaped_and_the_next_command_runs(box: DockerSandbox) -> None:
+    # The bomb holds every pid the limit allows, so no reaper can start inside: the keeper kills it on a signal.
+    started = box.run(f"python3 -c '{BOMB}' bomb-marker >/dev/null 2>&1 & sleep 3; echo started", env={}, timeout=20)
+    assert started.stdout.endswith("started\n")
+    assert box.run("echo alive", env={}, timeout=10).stdout == "alive\n"
+    assert not [p for p in _processes(box) if "bomb-marker" in p]
+
+
+def test_the_command_user_cannot_signal_the_keeper(box: DockerSandbox) -> None:
+    result = box.run("kill -USR1 1; echo $?; kill -KILL -1; echo done", env={}, timeout=10)
+    assert result.stdout.split()[-1] == "done"
+    assert box.run("echo alive", env={}, timeout=10).stdout == "alive\n"
 
 
 def test_output_dir_is_emptied_before_each_command(box: DockerSandbox) -> None:

@@ -32,6 +32,7 @@ from gradeflow.suite import Suite, SuiteItem, content_key, patch_hash
 from gradeflow.tasks._repo import resolve_base
 from gradeflow.tasks.baseline import prepare_baseline
 from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.tests import withhold_hidden_timings, withholds_hidden_details
 
 __all__ = ["Evaluation", "PlannedGrade", "evaluate", "evaluate_suite", "plan_suite", "record_for"]
 
@@ -91,6 +92,10 @@ def plan_suite(suite: Suite, profile: str | None) -> list[PlannedGrade]:
 def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> GradeRecord:
     """The ledger record of one grade: identifiers, counts, scores and codes (no text of any kind)."""
     counts = _test_counts(result)
+    # With hidden tests the grade's total time carries the hidden run's duration too: neither is kept.
+    withheld = withholds_hidden_details(planned.task)
+    timings = withhold_hidden_timings(planned.task, result).timings
+    timings = timings if withheld else {**timings, "total": round(seconds, 4)}
     environment = result.environment.model_dump_json() if result.environment else "unknown"
     item = planned.item
     return GradeRecord(
@@ -120,7 +125,7 @@ def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> Gr
         decision=result.decision,
         reason_codes=list(result.reason_codes),
         status=result.status,
-        timings={**result.timings, "total": round(seconds, 4)},
+        timings=timings,
     )
 
 

@@ -104,7 +104,7 @@ class DockerSettings:
 
     @property
     def keeper_user(self) -> str:
-        """Another user for the container's idle main process, so that commands cannot kill it."""
+        """Another user for the disk watcher, so that commands cannot kill it."""
         other = _NOBODY if self.uid != _NOBODY else _NOBODY - 1
         return f"{other}:{other}"
 
@@ -117,6 +117,9 @@ class DockerSettings:
             "nano_cpus": self.nano_cpus,
             "pids_limit": self.pids,
             "cap_drop": ["ALL"],
+            # Only the root-owned keeper can use it (commands run as another user with no-new-privileges):
+            # it lets the keeper kill a fork bomb's processes when no exec can start.
+            "cap_add": ["KILL"],
             "security_opt": ["no-new-privileges"],
             "labels": {SANDBOX_LABEL: "docker", OWNER_LABEL: str(os.getpid())},
             "init": True,

@@ -1,18 +1,19 @@
 """The docker sandbox: every command of a grading step runs in one locked-down container from a pinned image.
 
 :meth:`DockerSandboxFactory.open` creates one container per step, copies the host workspace in (nothing
-of the host is mounted), and starts an idle main process owned by another user. Each
+of the host is mounted), and starts a keeper as its main process: root with only ``CAP_KILL``, idle
+until signalled to kill the command user's processes. Each
 :meth:`~DockerSandbox.run` is a ``docker exec`` as the task's user, with a scrubbed environment, in
 ``/workspace``:
 
 - the container has no network but loopback (unless ``environment.network``), bounded memory (no swap),
-  CPU and process count, no capabilities and ``no-new-privileges``;
+  CPU and process count, no capability but the keeper's ``CAP_KILL``, and ``no-new-privileges``;
 - ``output_dir`` (``/gradeflow/out``) is emptied before each command, so a report read after ``run``
   was written by that command;
 - when a command ends, or its timeout passes, every process of the command user is killed (background
-  ones included), so nothing a command left running reaches the next one; when even that cannot run
-  (a fork bomb filled the pids limit), the engine kills the whole container and the command raises
-  ``SandboxBroken``;
+  ones included), so nothing a command left running reaches the next one. When no process can start
+  (a fork bomb filled the pids limit), the engine signals the keeper, which kills them without forking;
+  when even that fails, the engine kills the whole container and the command raises ``SandboxBroken``;
 - ``oom_killed`` is read from the container's memory cgroup (``oom_kill`` counter), which also catches
   kills inside a ``docker exec`` that the engine's ``OOMKilled`` flag misses.
 
@@ -30,6 +31,7 @@ import re
 import tarfile
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -77,7 +79,33 @@ __all__ = [
 ]
 
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_KEEPER = ["sleep", "infinity"]
+# The container's main process (under docker-init, which forwards signals to it): root with only CAP_KILL,
+# idle until the engine sends it SIGUSR1, then it kills every process of the command user, round after
+# round until none is left. A signal needs no new process, so this works when a fork bomb has taken every
+# pid the limit allows and no exec can start.
+_KEEPER_CODE = """
+import os, signal, sys
+uid = int(sys.argv[1])
+def reap(*_):
+    for _ in range(200):
+        found = False
+        for name in os.listdir("/proc"):
+            try:
+                if name.isdigit() and int(name) != os.getpid() and os.stat("/proc/" + name).st_uid == uid:
+                    os.kill(int(name), signal.SIGKILL)
+                    found = True
+            except OSError:
+                pass
+        if not found:
+            return
+signal.signal(signal.SIGUSR1, reap)
+while True:
+    signal.pause()
+"""
+# An image without Python keeps an idle main process instead; the reaper's own rounds then stand alone.
+_KEEPER_START = 'command -v python3 >/dev/null && exec python3 -c "$0" "$1"; exec sleep infinity'
+_REAP_TRIES = 8
+_REAP_PAUSE = 0.25
 # Empty the output folder (the command user owns everything in it), enter the workspace, run the command.
 _PREPARE = (
     'find "$1" -mindepth 1 -delete 2>/dev/null || { chmod -R u+rwX "$1" && find "$1" -mindepth 1 -delete; } '
@@ -116,7 +144,10 @@ class DockerSandbox(Sandbox):
     def _create(self, image_id: str, host_workspace: Path) -> Any:
         try:
             container = self._client.containers.create(
-                image_id, _KEEPER, user=self._settings.keeper_user, **self._settings.container_options()
+                image_id,
+                ["sh", "-c", _KEEPER_START, _KEEPER_CODE, str(self._settings.uid)],
+                user="0:0",
+                **self._settings.container_options(),
             )
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot create a container of {image_id[:19]}: {exc}") from None
@@ -180,14 +211,11 @@ class DockerSandbox(Sandbox):
     def _reap(self, container: Any, command: str) -> tuple[bool, bool]:
         """Kill what the last command left running; whether memory ran out meanwhile, and whether disk did.
 
-        When the reaper cannot even start (the pids limit is full) or fails, the engine kills the whole
-        container from outside and ``SandboxBroken`` is raised.
+        When the reaper cannot start (a fork bomb holds every pid), the keeper is signalled to kill the
+        command user's processes and the reaper is tried again. When it still fails, the engine kills the
+        whole container from outside and ``SandboxBroken`` is raised.
         """
-        try:
-            exit_code, output = container.exec_run(["sh", "-c", _REAP], user=self._settings.user)
-        except docker.errors.APIError as exc:  # the engine answered: the container refused the exec
-            exit_code, output = None, str(exc).encode(errors="replace")
-        found = _OOM_KILL.search(output or b"")
+        exit_code, output, found = self._reaper_output(container)
         if exit_code != 0 or found is None:
             tail = (output or b"").decode(errors="replace").strip()[-160:]
             self._broken = (
@@ -203,6 +231,23 @@ class DockerSandbox(Sandbox):
         filled = events is not None and events > self._disk_events
         self._disk_events = events if events is not None else self._disk_events
         return oom_killed, filled or bool(folders_full(output))
+
+    def _reaper_output(self, container: Any) -> tuple[int | None, bytes, re.Match[bytes] | None]:
+        """The reaper's exit code, output and OOM counter line, after up to :data:`_REAP_TRIES` tries."""
+        exit_code: int | None = None
+        output = b""
+        for attempt in range(_REAP_TRIES):
+            with contextlib.suppress(*ENGINE_ERRORS):
+                container.kill(signal="SIGUSR1")
+            time.sleep(_REAP_PAUSE * attempt)
+            try:
+                exit_code, output = container.exec_run(["sh", "-c", _REAP], user=self._settings.user)
+            except docker.errors.APIError as exc:  # the engine answered: the container refused the exec
+                exit_code, output = None, str(exc).encode(errors="replace")
+            found = _OOM_KILL.search(output or b"")
+            if exit_code == 0 and found is not None:
+                return exit_code, output, found
+        return exit_code, output or b"", None
 
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
         """The bytes and mtime of a regular file ``output_dir/name``; links and folders count as absent."""

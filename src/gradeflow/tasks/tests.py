@@ -23,7 +23,13 @@ from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["TestsOutcome", "run_tests", "withhold_hidden_details", "withhold_hidden_timings"]
+__all__ = [
+    "TestsOutcome",
+    "run_tests",
+    "withhold_hidden_details",
+    "withhold_hidden_timings",
+    "withholds_hidden_details",
+]
 
 
 class TestsOutcome(BaseModel):
@@ -87,7 +93,7 @@ def candidate_test_run(
         return run_test_command(task_spec, sandbox, harness=harness, base=base)
 
 
-def _withholds(task_spec: TaskSpec) -> bool:
+def withholds_hidden_details(task_spec: TaskSpec) -> bool:
     return bool(task_spec.tests.hidden) and not task_spec.tests.publish_hidden_details
 
 
@@ -98,7 +104,7 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
     (and how many of each), and nothing else the candidate's code could steer: no exit code, no counts
     of other test cases, no duration, no message from the run. Otherwise ``component`` is returned as is.
     """
-    if not _withholds(task_spec):
+    if not withholds_hidden_details(task_spec):
         return component
     broken = set(component.details.get("broken", []))
     declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
@@ -129,6 +135,6 @@ def _verdict(passed: bool) -> str:
 
 def withhold_hidden_timings(task_spec: TaskSpec, result: GradeResult) -> GradeResult:
     """``result`` without the tests step's duration when the task withholds its hidden-test details."""
-    if not _withholds(task_spec) or "tests" not in result.timings:
+    if not withholds_hidden_details(task_spec) or "tests" not in result.timings:
         return result
     return result.model_copy(update={"timings": {k: v for k, v in result.timings.items() if k != "tests"}})
