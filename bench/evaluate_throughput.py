@@ -23,10 +23,10 @@ from pathlib import Path
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GRADEFLOW_HOME", tempfile.mkdtemp(prefix="gradeflow-bench-"))
 
+from gradeflow.evaluation.ledger import GradeRecord, Ledger
+from gradeflow.evaluation.suite import Suite, load_suite
 from gradeflow.flows.evaluate import evaluate
-from gradeflow.ledger import GradeRecord, Ledger
 from gradeflow.logs import quiet_prefect
-from gradeflow.suite import Suite, load_suite
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 STEPS = ("baseline", "snapshot", "constraints", "tests", "quality", "perf", "combine")

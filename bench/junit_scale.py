@@ -6,8 +6,8 @@ fail_to_pass test failing on the base and passing with the patch. In one run, on
 
 - **raw write**: the test command itself, run directly (what any grader pays);
 - **raw read**: ``xml.etree.ElementTree`` parsing that report and visiting every testcase;
-- **parse + match**: gradeflow's :func:`~gradeflow.junit.parse_junit` and
-  :func:`~gradeflow.junit.outcomes_for` for the task's ids, with their peak traced memory;
+- **parse + match**: gradeflow's :func:`~gradeflow.tasks._junit.parse_junit` and
+  :func:`~gradeflow.tasks._junit.outcomes_for` for the task's ids, with their peak traced memory;
 - **grade**: one whole grade (``gradeflow.grade``, local sandbox, cold baseline: the base run and the
   candidate run both write and read a report), in a child process after a warm-up grade of a tiny
   report (which starts Prefect's server): wall time, the seconds of each step, and the child's peak
@@ -83,7 +83,7 @@ def patch() -> str:
 
 def raw_work(count: int) -> dict[str, float]:
     """Seconds to write the candidate's report with the task's own command, and to read it with ElementTree."""
-    from gradeflow.junit import outcomes_for, parse_junit
+    from gradeflow.tasks._junit import outcomes_for, parse_junit
 
     with tempfile.TemporaryDirectory(prefix="gradeflow-bench-") as folder:
         task_file = make_task(Path(folder), count)

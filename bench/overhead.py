@@ -25,7 +25,7 @@ from gradeflow.api import make_submission
 from gradeflow.flows.grade import grade_submission
 from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
-from gradeflow.policy import load_profile
+from gradeflow.profiles import load_profile
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.spec import load_task
 from gradeflow.tasks import baseline, combine, constraints, environment, perf, quality, snapshot, tests

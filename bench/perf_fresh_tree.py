@@ -25,12 +25,12 @@ from pathlib import Path
 
 os.environ.setdefault("GRADEFLOW_HOME", tempfile.mkdtemp(prefix="gradeflow-bench-"))
 
-from gradeflow.evidence import TestRunEvidence
 from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox import DockerSandboxFactory
-from gradeflow.tasks._repo import BaseRef
 from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.perf import run_perf
+from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "perf" / "repo"

@@ -94,7 +94,7 @@ def _measure(api: str, env: dict[str, str], root: Path) -> dict[str, Any]:
     finally:
         os.killpg(survivor.pid, signal.SIGTERM)
         survivor.wait(timeout=30)
-    from gradeflow.ledger import Ledger
+    from gradeflow.evaluation.ledger import Ledger
 
     ledger = Ledger(str(root / "ledger.db"))
     records = [r.run_id for r in ledger.records()].count("killed")

@@ -32,8 +32,8 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from gradeflow.evidence import InfrastructureEdit, TamperFinding
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import InfrastructureEdit, TamperFinding
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
 from gradeflow.tasks._sealing import infrastructure_edits

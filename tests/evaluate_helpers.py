@@ -15,7 +15,7 @@ from sqlalchemy import create_engine, text
 
 from fakes import BUG, FIX, diff
 from fakes import write_task as write_fake_task
-from gradeflow.ledger import GradeRecord
+from gradeflow.evaluation.ledger import GradeRecord
 
 WRONG = "def divide(a, b):\n    return 0 if b == 0 else a / b\n"
 

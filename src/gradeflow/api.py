@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from gradeflow.errors import SpecError
 from gradeflow.graders.composite import load_custom_grader
 from gradeflow.models import GradeResult, Submission, TaskSpec
-from gradeflow.policy import load_profile
+from gradeflow.profiles import load_profile
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.spec import load_task
-from gradeflow.tasks._repo import resolve_base
+from gradeflow.tasks.repo import resolve_base
 
 __all__ = ["grade", "load_task", "make_submission", "preflight"]
 

@@ -17,9 +17,9 @@ import pytest
 
 from fakes import BUG, FIX, diff, fake_pytest
 from gradeflow import grade, load_task
-from gradeflow.junit import MAX_JUNIT_TESTCASES
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
 from gradeflow.tasks._binary_patch import MAX_EMBEDDED_BINARY
+from gradeflow.tasks._junit import MAX_JUNIT_TESTCASES
 
 pytestmark = pytest.mark.usefixtures("prefect")
 

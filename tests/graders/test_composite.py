@@ -5,9 +5,9 @@ import pytest
 from builders import make_task
 from gradeflow.graders import CompositeGrader, Grader, GradingContext, InMemoryWorkspace, combine
 from gradeflow.graders.composite import safe_grade
+from gradeflow.graders.verdict import graded_result
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.policy import Profile, load_profile
-from gradeflow.results import graded_result
+from gradeflow.profiles import Profile, load_profile
 
 
 def _c(name: str, score: float, passed: bool, role: str = "objective") -> GradeComponent:

@@ -3,9 +3,9 @@
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import PatternEvidence, PatternHit, PatternMatches
 from gradeflow.graders import ConstraintGrader, GradingContext, InMemoryWorkspace
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.models.evidence import PatternEvidence, PatternHit, PatternMatches
 
 
 def _grade(

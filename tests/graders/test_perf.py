@@ -3,9 +3,9 @@ import math
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import PerfEvidence
 from gradeflow.graders import GradingContext, InMemoryWorkspace, PerfGrader, perf_score
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import PerfEvidence
 
 
 @pytest.mark.parametrize(

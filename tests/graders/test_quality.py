@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from radon.complexity import cc_visit
 
-from gradeflow.evidence import FunctionMetrics
 from gradeflow.graders.base import GradingContext, InMemoryWorkspace
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import FunctionMetrics
 
 
 def _complexity(source: str, name: str = "f") -> int:

@@ -7,11 +7,10 @@ from typing import Any
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import FunctionMetrics
 from gradeflow.graders import GradingContext, InMemoryWorkspace, ReviewabilityGrader
-from gradeflow.graders._functions import FunctionChange
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.policy import ReviewPolicy
+from gradeflow.models.evidence import FunctionChange, FunctionMetrics
+from gradeflow.profiles import ReviewPolicy
 
 POLICY = ReviewPolicy(small_diff=10, large_diff=110, max_complexity=5, max_function_length=20)
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import TamperEvidence, TamperFinding
 from gradeflow.graders import GradingContext, InMemoryWorkspace
 from gradeflow.graders.tamper import TamperGrader
+from gradeflow.graders.verdict import graded_result
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.policy import available_profiles, load_profile
-from gradeflow.results import graded_result
+from gradeflow.models.evidence import TamperEvidence, TamperFinding
+from gradeflow.profiles import available_profiles, load_profile
 
 TASK = TaskSpec.model_validate(make_task())
 EXIT = TamperFinding(path="src/a.py", line=4, kind="os-exit", detail="os._exit", message="exits the process")

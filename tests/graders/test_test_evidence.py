@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import FunctionMetrics, TestCaseResult, TestRunEvidence
 from gradeflow.graders import (
     ConstraintGrader,
     GradingContext,
@@ -13,8 +12,9 @@ from gradeflow.graders import (
     PatchTestsEvidence,
     TestEvidenceGrader,
 )
-from gradeflow.graders._functions import TouchedLines, selected_test_ids, touched_functions, touched_lines
 from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.models.evidence import FunctionMetrics, TestCaseResult, TestRunEvidence, TouchedLines
+from gradeflow.tasks._functions import selected_test_ids, touched_functions, touched_lines
 
 NEW = "tests/test_new.py"
 

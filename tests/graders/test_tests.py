@@ -3,9 +3,9 @@
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import Outcome, TestCaseResult, TestRunEvidence
 from gradeflow.graders import GradingContext, InMemoryWorkspace, TestGrader
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import Outcome, TestCaseResult, TestRunEvidence
 
 F1, F2, F3, F4 = (f"tests/test_x.py::test_f{i}" for i in range(1, 5))
 P1, P2 = "tests/test_x.py::test_p1", "tests/test_x.py::TestP::test_p2[a-1]"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from service_procs import Service
 
-from gradeflow.ledger import Ledger
+from gradeflow.evaluation.ledger import Ledger
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from service_procs import BIN, EXAMPLES, Api, base_env, prefect_server, start, stop, wait_until
 
-from gradeflow.ledger import Ledger
+from gradeflow.evaluation.ledger import Ledger
 from gradeflow.service.params import GradeRequest
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ from service_procs import EXAMPLES
 
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
-from gradeflow.ledger import Ledger
+from gradeflow.evaluation.ledger import Ledger
 from gradeflow.service.automations import ZOMBIE_AUTOMATION, zombie_automation
 from gradeflow.service.config import DEFAULT_SCHEDULE, load_service_config
 from gradeflow.service.deliveries import DeliveryStore, request_key

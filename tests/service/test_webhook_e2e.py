@@ -7,7 +7,7 @@ import time
 import pytest
 from service_procs import SECRET, Delivery, Service, grade_payload, signed_post
 
-from gradeflow.ledger import Ledger
+from gradeflow.evaluation.ledger import Ledger
 
 pytestmark = pytest.mark.slow
 

@@ -17,11 +17,11 @@ import pytest
 
 from fakes import BUG, FIX, diff, fake_pytest, write_task
 from gradeflow import grade, load_task
-from gradeflow.graders._functions import touched_lines
 from gradeflow.models import GradeResult
 from gradeflow.sandbox import FakeSandboxFactory
 from gradeflow.tasks import constraints
 from gradeflow.tasks._diff import added_by_path
+from gradeflow.tasks._functions import touched_lines
 
 NAMES = [
     "src/é.py",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
 
 REPORT = b"<testsuites/>"

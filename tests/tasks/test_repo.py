@@ -12,7 +12,7 @@ from builders import make_task
 from gradeflow.errors import PatchDoesNotApply, PathEscape, SpecError
 from gradeflow.models import TaskSpec
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch
-from gradeflow.tasks._repo import materialize, resolve_base
+from gradeflow.tasks.repo import materialize, resolve_base
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
-from gradeflow.evidence import TamperEvidence, TamperFinding, TestRunEvidence
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import TamperEvidence, TamperFinding, TestRunEvidence
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
-from gradeflow.tasks._repo import BaseRef
 from gradeflow.tasks.baseline import Baseline
+from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
 from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch
 

@@ -22,16 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gradeflow.api import preflight
 from gradeflow.errors import InfraError
+from gradeflow.evaluation.ledger import GradeRecord, Ledger
+from gradeflow.evaluation.progress import Progress
+from gradeflow.evaluation.suite import Suite, SuiteItem, content_key, patch_hash
 from gradeflow.flows.grade import grade_submission
-from gradeflow.ledger import GradeRecord, Ledger
 from gradeflow.models import GradeResult, TaskSpec
-from gradeflow.progress import Progress
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.suite import Suite, SuiteItem, content_key, patch_hash
-from gradeflow.tasks._repo import resolve_base
 from gradeflow.tasks.baseline import prepare_baseline
 from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.repo import resolve_base
 from gradeflow.tasks.tests import withhold_hidden_timings, withholds_hidden_details
 
 __all__ = ["Evaluation", "PlannedGrade", "evaluate", "evaluate_suite", "plan_suite", "record_for"]

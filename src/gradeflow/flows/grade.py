@@ -26,11 +26,11 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
 from gradeflow.errors import InfraError, SpecError
-from gradeflow.evidence import TestRunEvidence
+from gradeflow.graders.verdict import gate_decided_result, inconclusive_result, refused_result
 from gradeflow.logs import get_logger, redacting
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, Submission, TaskSpec
-from gradeflow.policy import Profile, load_profile
-from gradeflow.results import gate_decided_result, inconclusive_result, refused_result
+from gradeflow.models.evidence import TestRunEvidence
+from gradeflow.profiles import Profile, load_profile
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.tasks.attribution import attributed

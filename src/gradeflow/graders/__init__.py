@@ -6,8 +6,9 @@ from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.graders.perf import PerfGrader, perf_score
 from gradeflow.graders.quality import QualityGrader, measure_source
 from gradeflow.graders.reviewability import ReviewabilityGrader
-from gradeflow.graders.test_evidence import PatchTestsEvidence, TestEvidenceGrader
+from gradeflow.graders.test_evidence import TestEvidenceGrader
 from gradeflow.graders.tests import TestGrader
+from gradeflow.models.evidence import PatchTestsEvidence
 
 __all__ = [
     "CompositeGrader",

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
-from gradeflow.evidence import FunctionMetrics, PerfEvidence, TestRunEvidence
 from gradeflow.models import ChangedFile, GradeComponent, Role, TaskSpec
-
-if TYPE_CHECKING:
-    from gradeflow.graders._functions import FunctionChange
-    from gradeflow.graders.test_evidence import PatchTestsEvidence
+from gradeflow.models.evidence import (
+    FunctionChange,
+    FunctionMetrics,
+    PatchTestsEvidence,
+    PerfEvidence,
+    TestRunEvidence,
+)
 
 __all__ = ["Grader", "GradingContext", "InMemoryWorkspace", "WorkspaceView"]
 

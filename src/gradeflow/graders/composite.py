@@ -1,6 +1,6 @@
 """CompositeGrader: many components, one score per dimension, one score, one decision.
 
-Under a :class:`~gradeflow.policy.Profile` (the default one counts everything as ``behavior``):
+Under a :class:`~gradeflow.profiles.Profile` (the default one counts everything as ``behavior``):
 
 dimension d     = Σ wᵢ·sᵢ / Σ wᵢ over the scored objectives of d, ``None`` when d has none
 score           = Σ W_d·d / Σ W_d over the dimensions weighing W_d > 0 that have a score (0 when none)
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gradeflow.errors import SpecError
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import CustomGraderSpec, GradeComponent
-from gradeflow.policy import Profile
+from gradeflow.profiles import Profile
 
 __all__ = ["Combined", "CompositeGrader", "combine", "dimension_scores", "load_custom_grader", "safe_grade"]
 

@@ -5,7 +5,7 @@ Each declared rule is one check: protected files (always on), ``allowed_files``,
 test file the patch adds (``tests.test_files``) is exempt from ``protected`` and ``allowed_files``.
 score = 1 − violations / checks; passed needs zero violations.
 
-The patterns are matched by the constraints task (:class:`~gradeflow.evidence.PatternEvidence`); this
+The patterns are matched by the constraints task (:class:`~gradeflow.models.evidence.PatternEvidence`); this
 grader scores the matches. A forbidden pattern that matched an added line is ``forbidden-pattern``, a
 required one that matched nothing ``required-pattern-missing``. A pattern whose matching ran out of time
 (or failed) is a violation with ``pattern-timeout``: the text it hung on is the patch's. A pattern with no
@@ -18,11 +18,11 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradeflow.evidence import PatternEvidence, PatternMatches
-from gradeflow.globs import matches_any
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.testids import file_of_test_id
+from gradeflow.models.evidence import PatternEvidence, PatternMatches
+from gradeflow.models.globs import matches_any
+from gradeflow.models.testids import file_of_test_id
 
 __all__ = ["ConstraintGrader", "protected_globs"]
 

@@ -15,9 +15,9 @@ Files a task lists in ``tests.infrastructure_editable`` are never edits.
 
 from __future__ import annotations
 
-from gradeflow.evidence import InfrastructureEdit
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent
+from gradeflow.models.evidence import InfrastructureEdit
 
 __all__ = ["InfrastructureGrader"]
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 
-from gradeflow.evidence import PerfEvidence
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, PerfSpec
+from gradeflow.models.evidence import PerfEvidence
 
 __all__ = ["MAX_REPORTED_OVER_WALL", "WALL_SLACK", "PerfGrader", "perf_score", "slower_than_reported"]
 

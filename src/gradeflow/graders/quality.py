@@ -34,9 +34,9 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from gradeflow.evidence import FunctionMetrics
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, Role
+from gradeflow.models.evidence import FunctionMetrics
 
 __all__ = ["QualityGrader", "SourceError", "measure_source"]
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gradeflow.globs import matches_any
-from gradeflow.graders._functions import FunctionChange
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.policy import ReviewAspect, ReviewPolicy
+from gradeflow.models.evidence import FunctionChange
+from gradeflow.models.globs import matches_any
+from gradeflow.profiles import ReviewAspect, ReviewPolicy
 
 __all__ = ["ReviewabilityGrader", "expected_scope"]
 

@@ -10,9 +10,9 @@ finding is a reason to look, not proof.
 
 from __future__ import annotations
 
-from gradeflow.evidence import TamperEvidence
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent
+from gradeflow.models.evidence import TamperEvidence
 
 __all__ = ["TamperGrader"]
 

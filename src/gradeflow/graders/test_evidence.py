@@ -20,31 +20,14 @@ The component passes when every test passes on the candidate and at least one pr
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from gradeflow.evidence import Outcome, TestCaseResult, TestRunEvidence
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent
+from gradeflow.models.evidence import Outcome, PatchTestsEvidence, TestCaseResult, TestRunEvidence
 
 __all__ = ["UNPROVEN_CREDIT", "PatchTestsEvidence", "TestEvidenceGrader"]
 
 UNPROVEN_CREDIT = 0.25
 """Share of credit for tests that pass on the base too: they pin behavior but prove nothing about the fix."""
-
-
-class PatchTestsEvidence(BaseModel):
-    """The patch's own tests and what they did on the base and on the candidate."""
-
-    __test__ = False
-
-    files: list[str] = Field(default_factory=list)
-    """Test files the patch adds or changes."""
-    selected: list[str] = Field(default_factory=list)
-    """What was run: pytest node ids of touched tests, or the path of a test file the patch adds."""
-    base: TestRunEvidence | None = None
-    """The run on the pristine base with only the patch's test files added."""
-    candidate: TestRunEvidence | None = None
-    """The run on the candidate workspace."""
 
 
 def _key(case: TestCaseResult) -> str:

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gradeflow.evidence import Outcome, TestRunEvidence
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, Role
+from gradeflow.models.evidence import Outcome, TestRunEvidence
 
 __all__ = ["TestGrader"]
 

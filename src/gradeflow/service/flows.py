@@ -22,8 +22,8 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settin
 from prefect.states import State
 
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.grade import grade_submission
-from gradeflow.ledger import Ledger
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import task_runner
@@ -76,10 +76,10 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
 
 def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, result: GradeResult) -> None:
     """Add the grade to the request's ledger; a re-run of the same submission adds nothing."""
+    from gradeflow.evaluation.ledger import Ledger
+    from gradeflow.evaluation.suite import SuiteItem, content_key, patch_hash
     from gradeflow.flows.evaluate import PlannedGrade, record_for
-    from gradeflow.ledger import Ledger
-    from gradeflow.suite import SuiteItem, content_key, patch_hash
-    from gradeflow.tasks._repo import resolve_base
+    from gradeflow.tasks.repo import resolve_base
 
     item = SuiteItem(
         task_id=request.task_id,
@@ -107,8 +107,8 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
     """Evaluate the suite into the ledger on threads or a Dask cluster, with a progress artifact and a
     link artifact to the HTML report; returns the graded, skipped and failed counts."""
     from gradeflow.api import preflight
+    from gradeflow.evaluation.suite import load_suite
     from gradeflow.flows.evaluate import evaluate_suite, plan_suite
-    from gradeflow.suite import load_suite
 
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):

@@ -1,7 +1,7 @@
 """Where an evaluation's submissions run: threads in the flow run, or the workers of a Dask cluster.
 
 With ``dask_address`` the ``grade-and-record`` tasks are shipped (pickled) to the cluster's workers,
-so everything they take must pickle: a :class:`~gradeflow.ledger.Ledger` travels as its URL and reconnects.
+so everything they take must pickle: a :class:`~gradeflow.evaluation.ledger.Ledger` travels as its URL and reconnects.
 Each Dask worker needs ``PREFECT_API_URL`` and the same ``GRADEFLOW_HOME`` and result storage as the
 flow run (docs/operations.md).
 """

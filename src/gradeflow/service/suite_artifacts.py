@@ -18,7 +18,7 @@ from uuid import UUID
 
 from prefect.artifacts import create_link_artifact, create_progress_artifact, update_progress_artifact
 
-from gradeflow.ledger import Ledger
+from gradeflow.evaluation.ledger import Ledger
 
 __all__ = ["publish_report", "suite_progress"]
 
@@ -51,8 +51,8 @@ def suite_progress(ledger: Ledger, keys: set[tuple[str, str]], every: float = 3.
 
 def publish_report(ledger: Ledger, keys: set[tuple[str, str]], folder: Path, name: str) -> Path:
     """Write the suite's HTML report under ``folder`` and link it from the flow run; returns its path."""
-    from gradeflow.report import build_report
-    from gradeflow.report_html import render_html
+    from gradeflow.evaluation.report import build_report
+    from gradeflow.evaluation.report_html import render_html
 
     records = [record for record in ledger.records() if record.key in keys]
     folder.mkdir(parents=True, exist_ok=True)

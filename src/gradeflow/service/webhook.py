@@ -42,8 +42,9 @@ from starlette.routing import Route
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.suite import patch_hash
 from gradeflow.models import Submission
-from gradeflow.policy import available_profiles, load_profile
+from gradeflow.profiles import available_profiles, load_profile
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.deadline import header_deadline_protocol
 from gradeflow.service.deliveries import DeliveryStore, request_key
@@ -53,7 +54,6 @@ from gradeflow.service.payloads import PayloadError, parse_json
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
 from gradeflow.spec import load_task
-from gradeflow.suite import patch_hash
 
 __all__ = ["MAX_BODY_BYTES", "PrefectStarter", "Receiver", "RunStarter", "create_app", "run_webhook", "sign"]
 

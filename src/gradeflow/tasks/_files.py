@@ -7,9 +7,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradeflow.globs import matches_any
 from gradeflow.graders.base import WorkspaceView
 from gradeflow.models import ChangedFile
+from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import remove_tree
 
 __all__ = ["HostWorkspace", "inject_tree", "list_files", "readable_file", "remove_injected", "restore_from"]

@@ -27,10 +27,10 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field, ValidationError
 
-from gradeflow.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import HarnessSummary, PluginRef, TestCaseResult
+from gradeflow.models.testids import file_of_test_id
 from gradeflow.sandbox.base import Sandbox
-from gradeflow.testids import file_of_test_id
 
 __all__ = [
     "Harness",

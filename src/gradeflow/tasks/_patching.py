@@ -18,7 +18,7 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.errors import PatchDoesNotApply, PathEscape
 from gradeflow.models import ChangedFile
 from gradeflow.tasks._git import git
-from gradeflow.tasks._repo import copy_tree
+from gradeflow.tasks.repo import copy_tree
 
 __all__ = [
     "added_lines",

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradeflow.evidence import FunctionMetrics
-from gradeflow.graders._functions import FunctionChange, TouchedLines, touched_functions
 from gradeflow.graders.base import WorkspaceView
 from gradeflow.graders.quality import SourceError, measure_source
 from gradeflow.models import ChangedFile
+from gradeflow.models.evidence import FunctionChange, FunctionMetrics, TouchedLines
 from gradeflow.tasks._files import HostWorkspace
+from gradeflow.tasks._functions import touched_functions
 
 __all__ = ["FileFunctions", "file_functions"]
 

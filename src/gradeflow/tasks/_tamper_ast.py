@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradeflow.evidence import TamperFinding, TamperKind
+from gradeflow.models.evidence import TamperFinding, TamperKind
 from gradeflow.tasks._tamper_rules import (
     BUILTIN_NAMES,
     CHAINS,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import re
 
-from gradeflow.evidence import TamperKind
+from gradeflow.models.evidence import TamperKind
 
 __all__ = [
     "BUILTIN_NAMES",

@@ -6,11 +6,11 @@ import time
 from pathlib import Path
 
 from gradeflow.errors import InfraError
-from gradeflow.evidence import HarnessSummary, TestRunEvidence
-from gradeflow.junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, outcomes_for, parse_junit
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._harness import Harness, RunFacts, check_run, harness_applies, read_record, record_cases, summarize
+from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, outcomes_for, parse_junit
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
 

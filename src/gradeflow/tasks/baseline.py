@@ -20,13 +20,13 @@ from pydantic import BaseModel
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken
-from gradeflow.evidence import TestRunEvidence
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
+from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
 from gradeflow.tasks._files import inject_tree
-from gradeflow.tasks._repo import BaseRef, materialize
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
+from gradeflow.tasks.repo import BaseRef, materialize
 
 __all__ = [
     "Baseline",

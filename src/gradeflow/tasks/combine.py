@@ -10,9 +10,9 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import load_custom_grader, safe_grade
+from gradeflow.graders.verdict import graded_result, task_weights
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
-from gradeflow.policy import Profile
-from gradeflow.results import graded_result, task_weights
+from gradeflow.profiles import Profile
 from gradeflow.tasks.snapshot import Snapshot
 from gradeflow.tasks.tests import TestsOutcome
 

@@ -30,11 +30,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.errors import InfraError
-from gradeflow.evidence import PatternEngine, PatternEvidence, PatternHit, PatternMatches
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.models import ConstraintsSpec, GradeComponent, RequiredPattern, TaskSpec
+from gradeflow.models.evidence import PatternEngine, PatternEvidence, PatternHit, PatternMatches
 from gradeflow.tasks._diff import AddedLines, added_by_path
 from gradeflow.tasks.snapshot import Snapshot
 

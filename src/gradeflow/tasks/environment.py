@@ -8,8 +8,8 @@ from prefect.cache_policies import NO_CACHE
 from gradeflow.config import gradeflow_version
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks._repo import BaseRef, resolve_base
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks.repo import BaseRef, resolve_base
 
 __all__ = ["describe_environment", "pin_base"]
 

@@ -17,10 +17,10 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from gradeflow.errors import SubmissionError
-from gradeflow.evidence import Outcome, TestCaseResult
-from gradeflow.junit import outcomes_for
 from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import Outcome, TestCaseResult
 from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks._junit import outcomes_for
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import run_test_command

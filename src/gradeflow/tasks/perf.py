@@ -26,12 +26,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.errors import BaselineBroken
-from gradeflow.evidence import PerfEvidence
-from gradeflow.globs import matches_any
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.perf import PerfGrader, slower_than_reported
 from gradeflow.models import ChangedFile, GradeComponent, PerfSpec, TaskSpec
+from gradeflow.models.evidence import PerfEvidence
+from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory
 from gradeflow.tasks._files import list_files, restore_from
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra

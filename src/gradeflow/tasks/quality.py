@@ -5,11 +5,11 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from gradeflow.evidence import FunctionMetrics
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
 from gradeflow.models import GradeComponent, TaskSpec
+from gradeflow.models.evidence import FunctionMetrics
 from gradeflow.tasks._files import list_files
 from gradeflow.tasks.snapshot import Snapshot
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from gradeflow.globs import matches_any
-from gradeflow.graders._functions import FunctionChange, touched_lines
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.reviewability import ReviewabilityGrader
 from gradeflow.models import GradeComponent, TaskSpec
-from gradeflow.policy import ReviewPolicy
+from gradeflow.models.evidence import FunctionChange
+from gradeflow.models.globs import matches_any
+from gradeflow.profiles import ReviewPolicy
+from gradeflow.tasks._functions import touched_lines
 from gradeflow.tasks._sources import file_functions
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot

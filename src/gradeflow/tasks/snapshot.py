@@ -25,8 +25,8 @@ from gradeflow.tasks._files import HostWorkspace
 from gradeflow.tasks._filetypes import MAX_DEPTH, too_deep, unsupported_entries
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
-from gradeflow.tasks._repo import skipped_by_copy
 from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
+from gradeflow.tasks.repo import skipped_by_copy
 
 __all__ = ["Snapshot", "discard", "take_snapshot"]
 

@@ -21,14 +21,14 @@ from pathlib import Path, PurePosixPath
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from gradeflow.evidence import TamperEvidence, TamperFinding, TamperKind
-from gradeflow.globs import matches_any
-from gradeflow.graders._functions import touched_lines
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.tamper import TamperGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.models.evidence import TamperEvidence, TamperFinding, TamperKind
+from gradeflow.models.globs import matches_any
 from gradeflow.tasks._files import readable_file
+from gradeflow.tasks._functions import touched_lines
 from gradeflow.tasks._sealing import folders_to_seal
 from gradeflow.tasks._tamper_ast import scan_python
 from gradeflow.tasks.baseline import Baseline

@@ -7,7 +7,7 @@ Two runs, each on a fresh tree after the task's setup command, with gradeflow's 
 * a fresh copy of the pristine base with only the patch's test files (``tests.test_files`` it adds or
   changes, ``conftest.py`` included) copied in.
 
-What runs (see :func:`gradeflow.graders._functions.selected_test_ids`): a test file the patch adds is
+What runs (see :func:`gradeflow.tasks._functions.selected_test_ids`): a test file the patch adds is
 run whole; in a test file it changes, only the test functions (or ``Test*`` classes) whose own lines
 changed. The command is ``tests.evidence_command`` with ``{tests}`` replaced by the shell-quoted node
 ids, or else ``tests.command`` with the node ids appended, which suits pytest and runners that take
@@ -24,14 +24,14 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from gradeflow.evidence import TestRunEvidence
-from gradeflow.globs import matches_any
-from gradeflow.graders._functions import selected_test_ids, touched_lines
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
-from gradeflow.graders.test_evidence import PatchTestsEvidence, TestEvidenceGrader
+from gradeflow.graders.test_evidence import TestEvidenceGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.models.evidence import PatchTestsEvidence, TestRunEvidence
+from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks._functions import selected_test_ids, touched_lines
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import seal_infrastructure
 from gradeflow.tasks._sources import file_functions

@@ -9,12 +9,12 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
-from gradeflow.evidence import TestRunEvidence
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
 from gradeflow.models import GradeComponent, GradeResult, TaskSpec
+from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra

@@ -11,13 +11,13 @@ from evaluate_helpers import WRONG, record, write_task
 from fakes import BUG, FIX, diff, fake_pytest
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.ledger import Ledger
+from gradeflow.evaluation.suite import load_predictions, load_suite
+from gradeflow.evaluation.swebench import swebench_summary, write_swebench_summary
 from gradeflow.flows.evaluate import evaluate
-from gradeflow.ledger import Ledger
 from gradeflow.sandbox import FakeSandboxFactory
-from gradeflow.suite import load_predictions, load_suite
-from gradeflow.swebench import swebench_summary, write_swebench_summary
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEYS = [
     "total_instances",
     "submitted_instances",

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-import gradeflow.suite as suite_module
+import gradeflow.evaluation.suite as suite_module
 from evaluate_helpers import write_task
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.suite import content_key, load_predictions, load_suite, patch_hash
 from gradeflow.models import Submission
-from gradeflow.suite import content_key, load_predictions, load_suite, patch_hash
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _suite(tmp_path: Path, submissions: list[dict[str, object]], tasks: list[str] | None = None) -> Path:

@@ -12,8 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from gradeflow.cli_service import SERVICE_COMMANDS, add_service_commands, run_service_command
-from gradeflow.cli_suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
+from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
+from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
@@ -83,7 +83,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(json.dumps(TaskSpec.model_json_schema(), indent=2))
         return 0
     if args.command == "profiles":
-        from gradeflow.policy import available_profiles, load_profile
+        from gradeflow.profiles import available_profiles, load_profile
 
         for name in available_profiles():
             policy = load_profile(name)
@@ -163,7 +163,3 @@ def _validate(args: argparse.Namespace) -> int:
             state = "quarantined" if flaky.quarantined else "scored" if flaky.scored else "not scored"
             print(f"  flaky on the {flaky.side}: {flaky.test} ({seen}; {state})")
     return 0 if report.valid else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gradeflow.config import gradeflow_version
 from gradeflow.errors import SpecError
 from gradeflow.models import Submission, TaskSpec
-from gradeflow.policy import load_profile
+from gradeflow.profiles import load_profile
 from gradeflow.spec import load_model, load_task
 
 __all__ = [

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradeflow.errors import SpecError
-from gradeflow.suite import Suite
+from gradeflow.evaluation.suite import Suite
 
 if TYPE_CHECKING:
     from gradeflow.flows.evaluate import Evaluation
@@ -65,7 +65,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> Suite:
-    from gradeflow.suite import load_predictions, load_suite
+    from gradeflow.evaluation.suite import load_predictions, load_suite
 
     if (args.suite is None) == (args.predictions is None):
         raise SpecError("evaluate: give a suite file or --predictions (exactly one)")
@@ -77,10 +77,10 @@ def _load(args: argparse.Namespace) -> Suite:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    from gradeflow.evaluation.ledger import Ledger
+    from gradeflow.evaluation.swebench import write_swebench_summary
     from gradeflow.flows.evaluate import evaluate
-    from gradeflow.ledger import Ledger
     from gradeflow.logs import quiet_prefect
-    from gradeflow.swebench import write_swebench_summary
 
     quiet_prefect()  # again: importing the flows configured Prefect's loggers, which would drown the progress bar
 
@@ -128,9 +128,9 @@ def _print_counts(outcome: Evaluation, submissions: int, ledger: str, *, as_json
 
 
 def _report(args: argparse.Namespace) -> int:
-    from gradeflow.ledger import Ledger
-    from gradeflow.report import build_report
-    from gradeflow.report_html import render_html
+    from gradeflow.evaluation.ledger import Ledger
+    from gradeflow.evaluation.report import build_report
+    from gradeflow.evaluation.report_html import render_html
 
     ledger = Ledger(args.ledger)
     try:

@@ -7,10 +7,12 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "FunctionChange",
     "FunctionMetrics",
     "HarnessSummary",
     "InfrastructureEdit",
     "Outcome",
+    "PatchTestsEvidence",
     "PatternEngine",
     "PatternEvidence",
     "PatternHit",
@@ -22,6 +24,7 @@ __all__ = [
     "TamperKind",
     "TestCaseResult",
     "TestRunEvidence",
+    "TouchedLines",
 ]
 
 Outcome = Literal["passed", "failed", "error", "skipped", "missing"]
@@ -208,3 +211,38 @@ class PatternEvidence(BaseModel):
     matches: list[PatternMatches] = Field(default_factory=list)
     timeout: float
     """Seconds each pattern Python's ``re`` matches may take before it counts as timed out."""
+
+
+class TouchedLines(BaseModel):
+    """The lines a patch adds to and removes from one file."""
+
+    old_path: str | None = None
+    """The path before the patch (differs on a rename; ``None`` for an added file)."""
+    added: set[int] = Field(default_factory=set)
+    """Line numbers, after the patch, of the added lines."""
+    removed: set[int] = Field(default_factory=set)
+    """Line numbers, before the patch, of the removed lines."""
+
+
+class FunctionChange(BaseModel):
+    """A touched function: its metrics before and after (``None`` where it does not exist)."""
+
+    path: str
+    name: str
+    before: FunctionMetrics | None = None
+    after: FunctionMetrics | None = None
+
+
+class PatchTestsEvidence(BaseModel):
+    """The patch's own tests and what they did on the base and on the candidate."""
+
+    __test__ = False
+
+    files: list[str] = Field(default_factory=list)
+    """Test files the patch adds or changes."""
+    selected: list[str] = Field(default_factory=list)
+    """What was run: pytest node ids of touched tests, or the path of a test file the patch adds."""
+    base: TestRunEvidence | None = None
+    """The run on the pristine base with only the patch's test files added."""
+    candidate: TestRunEvidence | None = None
+    """The run on the candidate workspace."""

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from gradeflow.errors import SpecError
-from gradeflow.ledger import GradeRecord
-from gradeflow.suite import Suite
+from gradeflow.evaluation.ledger import GradeRecord
+from gradeflow.evaluation.suite import Suite
 
 __all__ = ["swebench_summary", "write_swebench_summary"]
 

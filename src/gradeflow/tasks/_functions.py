@@ -7,32 +7,10 @@ function is touched together with the function around it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
-from gradeflow.evidence import FunctionMetrics
+from gradeflow.models.evidence import FunctionChange, FunctionMetrics, TouchedLines
 from gradeflow.tasks._diff import file_diffs
 
-__all__ = ["FunctionChange", "TouchedLines", "selected_test_ids", "touched_functions", "touched_lines"]
-
-
-class TouchedLines(BaseModel):
-    """The lines a patch adds to and removes from one file."""
-
-    old_path: str | None = None
-    """The path before the patch (differs on a rename; ``None`` for an added file)."""
-    added: set[int] = Field(default_factory=set)
-    """Line numbers, after the patch, of the added lines."""
-    removed: set[int] = Field(default_factory=set)
-    """Line numbers, before the patch, of the removed lines."""
-
-
-class FunctionChange(BaseModel):
-    """A touched function: its metrics before and after (``None`` where it does not exist)."""
-
-    path: str
-    name: str
-    before: FunctionMetrics | None = None
-    after: FunctionMetrics | None = None
+__all__ = ["selected_test_ids", "touched_functions", "touched_lines"]
 
 
 def touched_lines(patch: str) -> dict[str, TouchedLines]:

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from gradeflow.ledger import GradeRecord
-from gradeflow.report import GroupStats, Report, group_records
+from gradeflow.evaluation.ledger import GradeRecord
+from gradeflow.evaluation.report import GroupStats, Report, group_records
 
 __all__ = ["render_html"]
 

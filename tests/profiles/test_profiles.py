@@ -10,9 +10,9 @@ import yaml
 from builders import make_task
 from gradeflow.errors import SpecError
 from gradeflow.graders import combine
+from gradeflow.graders.verdict import graded_result
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
-from gradeflow.policy import Profile, available_profiles, load_profile
-from gradeflow.results import graded_result
+from gradeflow.profiles import Profile, available_profiles, load_profile
 
 TASK = TaskSpec.model_validate(make_task())
 CHANGED = [ChangedFile(path="src/a.py", lines_added=3)]

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from gradeflow.evidence import Outcome, TestCaseResult
+from gradeflow.models.evidence import Outcome, TestCaseResult
 
 __all__ = [
     "MAX_JUNIT_BYTES",

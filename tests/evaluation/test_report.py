@@ -15,9 +15,9 @@ import pytest
 from evaluate_helpers import record
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
-from gradeflow.ledger import GradeRecord, Ledger
-from gradeflow.report import build_report, compare, group_records, pass_at_k, summarize, wilson_interval
-from gradeflow.report_html import render_html
+from gradeflow.evaluation.ledger import GradeRecord, Ledger
+from gradeflow.evaluation.report import build_report, compare, group_records, pass_at_k, summarize, wilson_interval
+from gradeflow.evaluation.report_html import render_html
 
 GROUP_KEYS = {
     "key",

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine, text
 
 from evaluate_helpers import database, record
 from gradeflow.errors import InfraError, SpecError
-from gradeflow.ledger import DEFAULT_LEDGER, GradeRecord, Ledger, ledger_url
+from gradeflow.evaluation.ledger import DEFAULT_LEDGER, GradeRecord, Ledger, ledger_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -17,14 +17,14 @@ import gradeflow.flows.evaluate as evaluate_module
 from evaluate_helpers import database, postgres_url, write_suite
 from fakes import BUG, fake_pytest
 from gradeflow.cli import main
+from gradeflow.evaluation.ledger import GradeRecord, Ledger
+from gradeflow.evaluation.suite import load_suite
 from gradeflow.flows.evaluate import Evaluation, PlannedGrade, evaluate, record_for
 from gradeflow.flows.grade import grade_submission
-from gradeflow.ledger import GradeRecord, Ledger
 from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
-from gradeflow.suite import load_suite
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MIXED = {"m-a": ["fix", "fix"], "m-b": ["fix", "wrong"], "m-c": ["empty"]}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from gradeflow.config import gradeflow_version
 from gradeflow.graders.composite import Combined, combine
 from gradeflow.models import ChangedFile, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
-from gradeflow.policy import Profile
+from gradeflow.profiles import Profile
 
 __all__ = ["gate_decided_result", "graded_result", "inconclusive_result", "refused_result", "task_weights"]
 

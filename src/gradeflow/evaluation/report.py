@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from gradeflow.errors import SpecError
-from gradeflow.ledger import GradeRecord
+from gradeflow.evaluation.ledger import GradeRecord
 
 __all__ = [
     "Comparison",

@@ -1,4 +1,4 @@
-"""Tests for gradeflow.junit: real pytest reports, other runners' reports, and hostile input."""
+"""Tests for gradeflow.tasks._junit: real pytest reports, other runners' reports, and hostile input."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from gradeflow.evidence import TestCaseResult
-from gradeflow.junit import (
+from gradeflow.models.evidence import TestCaseResult
+from gradeflow.tasks._junit import (
     MAX_JUNIT_BYTES,
     MAX_JUNIT_TESTCASES,
     MESSAGE_CHARS,

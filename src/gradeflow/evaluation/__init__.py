@@ -1,0 +1,1 @@
+"""Evaluating many submissions: suites, the ledger of grades, reports and SWE-bench interop."""
