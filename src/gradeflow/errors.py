@@ -8,10 +8,12 @@
     │   ├── PatchDoesNotApply      the diff does not apply to the base revision
     │   ├── PathEscape             the diff or checkout reaches outside the repository
     │   └── UnsupportedFileType    the checkout holds a file the grader cannot copy (a FIFO, a link loop)
-    └── InfraError                 the environment failed, not the patch: retried, then inconclusive
-        ├── SandboxUnavailable     the sandbox could not start or run a command
-        ├── SandboxBroken          a command left its sandbox unusable (not retried)
-        └── BaselineBroken         the pristine base cannot be materialized, set up or tested
+    └── InfraError                 the environment failed, not the patch: inconclusive (``retryable`` ones
+        │                          are retried first by the Prefect tasks, see ``tasks/_retry.py``)
+        ├── SandboxUnavailable     the sandbox could not start or run a command (retried)
+        ├── SandboxBroken          a command left its sandbox unusable (not retried: it would break again)
+        ├── GitFailed              git failed on the grader's side: ``git-failed`` (retried)
+        └── BaselineBroken         the pristine base cannot be materialized, set up or tested (not retried)
 
 Every message says what was wrong and where (a file, a key, a path), on one line.
 An ``InfraError`` carries the reason code that ends up in an inconclusive result. Once the base is
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "BaselineBroken",
+    "GitFailed",
     "GradeflowError",
     "InfraError",
     "PatchDoesNotApply",
@@ -72,10 +75,12 @@ class UnsupportedFileType(SubmissionError):
 
 
 class InfraError(GradeflowError):
-    """The environment failed; the grade becomes inconclusive after bounded retries."""
+    """The environment failed; the grade becomes inconclusive, after bounded retries when ``retryable``."""
 
     exit_code = 3
     reason_code: str = "sandbox-unavailable"
+    retryable: bool = True
+    """Whether running the same step again may succeed (a transient failure), so the task retries it."""
 
     def __init__(self, message: str, *, reason_code: str | None = None) -> None:
         super().__init__(message)
@@ -97,9 +102,17 @@ class SandboxBroken(InfraError):
     """
 
     reason_code = "sandbox-unavailable"
+    retryable = False
+
+
+class GitFailed(InfraError):
+    """git, run by the grader on its own copies, failed or could not start."""
+
+    reason_code = "git-failed"
 
 
 class BaselineBroken(InfraError):
-    """The pristine base cannot be materialized, set up, or yields no test report."""
+    """The pristine base cannot be materialized, set up, or yields no test report: the same again next time."""
 
     reason_code = "baseline-broken"
+    retryable = False

@@ -18,8 +18,9 @@ from evaluate_helpers import database, postgres_url, write_suite
 from fakes import BUG, fake_pytest
 from gradeflow.cli import main
 from gradeflow.evaluation.ledger import GradeRecord, Ledger
+from gradeflow.evaluation.records import PlannedGrade, record_for
 from gradeflow.evaluation.suite import load_suite
-from gradeflow.flows.evaluate import Evaluation, PlannedGrade, evaluate, record_for
+from gradeflow.flows.evaluate import Evaluation, evaluate
 from gradeflow.flows.grade import grade_submission
 from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory

@@ -14,8 +14,8 @@ import pytest
 
 from fakes import BUG, FIX, diff, junit
 from gradeflow import grade, load_task
+from gradeflow.evaluation.records import PlannedGrade, record_for
 from gradeflow.evaluation.suite import SuiteItem
-from gradeflow.flows.evaluate import PlannedGrade, record_for
 from gradeflow.models import GradeResult, Submission
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
 

@@ -1,12 +1,16 @@
 """CompositeGrader arithmetic, decisions, custom graders."""
 
+from pathlib import Path
+
 import pytest
 
 from builders import make_task
+from gradeflow.errors import SpecError
 from gradeflow.graders import CompositeGrader, Grader, GradingContext, InMemoryWorkspace, combine
-from gradeflow.graders.composite import safe_grade
-from gradeflow.graders.verdict import graded_result
-from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
+from gradeflow.graders.composite import load_custom_grader, safe_grade
+from gradeflow.graders.verdict import decide, graded_result
+from gradeflow.models import ChangedFile, CustomGraderSpec, GradeComponent, TaskSpec
+from gradeflow.models.reasons import unknown_reason_codes
 from gradeflow.profiles import Profile, load_profile
 
 
@@ -52,12 +56,17 @@ def test_pass_threshold_applies_to_the_score() -> None:
     ],
 )
 def test_default_profile_bands(score: float, gate_failed: bool, decision: str) -> None:
-    assert load_profile("default").decide(score, gate_failed) == decision
+    assert decide(score, gate_failed, load_profile("default").bands) == decision
 
 
 def test_hard_gate_reason_codes_reject_whatever_the_score() -> None:
     task = TaskSpec.model_validate(make_task())
-    profile = Profile(name="p", hard_gates=["security-finding"], pass_threshold=0.5)
+    profile = Profile(
+        name="p",
+        hard_gates=["security-finding"],
+        reason_codes={"security-finding": "a custom grader's"},
+        pass_threshold=0.5,
+    )
     flagged = _c("tests", 1.0, True).model_copy(update={"reason_codes": ["security-finding"]})
     result = graded_result(task, "s", [flagged], profile, patch="", changes=[ChangedFile(path="a")])
     assert (result.decision, result.passed) == ("rejected", False)
@@ -102,8 +111,76 @@ def test_custom_grader_from_the_spec_example(text: str, score: float) -> None:
     assert composite.combine(components).score == score
 
 
-def test_a_grader_that_raises_is_a_failed_component_not_a_crash() -> None:
+def test_a_grader_that_raises_is_unscored_not_a_zero() -> None:
     component = safe_grade(Exploding(), _context({}))
-    assert (component.name, component.score, component.passed) == ("exploding", 0.0, False)
+    assert (component.name, component.scored, component.passed) == ("exploding", False, False)
     assert component.reason_codes == ["grader-error"]
     assert "RuntimeError: boom" in component.messages[0]
+
+
+class ExplodingReview(Exploding):
+    dimension = "reviewability"
+
+
+def test_a_raising_grader_leaves_its_dimension_missing_and_the_others_scored() -> None:
+    profile = load_profile("rubric")
+    task = TaskSpec.model_validate(make_task())
+    composite = CompositeGrader([ExplodingReview()], profile=profile)
+    behaving = GradeComponent(name="tests", score=1.0, passed=True)
+    evidence = GradeComponent(name="test_evidence", score=1.0, passed=True, dimension="test_evidence")
+    result = graded_result(
+        task,
+        "s",
+        [behaving, evidence, *composite.grade_components(_context({}))],
+        composite,
+        patch="",
+        changes=[ChangedFile(path="a")],
+    )
+    # A counted zero would make reviewability 0.0 and the score 0.8; unscored, it is reweighted away.
+    assert result.dimensions["reviewability"] is None
+    assert result.score == pytest.approx(1.0)
+    assert result.passed and "grader-error" in result.reason_codes
+
+
+class ExplodingGate(Exploding):
+    role = "gate"
+
+
+def test_a_raising_gate_grader_rejects_nothing() -> None:
+    composite = CompositeGrader([ExplodingGate()])
+    components = [GradeComponent(name="tests", score=1.0, passed=True), *composite.grade_components(_context({}))]
+    combined = composite.combine(components)
+    assert (combined.gate_failed, combined.score, combined.passed) == (False, 1.0, True)
+
+
+def test_custom_graders_weights_sit_between_the_profiles_and_the_tasks() -> None:
+    profile = Profile(name="p", weights={"a": 1.0, "b": 1.0, "c": 1.0})
+    task = TaskSpec.model_validate(make_task(grading={"weights": {"c": 5.0}}))
+
+    class B(Exploding):
+        name = "b"
+
+    spec = CustomGraderSpec(use="x:B", weight=3.0)
+    composite = CompositeGrader.for_task(task, profile, [(B(), spec)])
+    assert {k: composite.weights[k] for k in "abc"} == {"a": 1.0, "b": 3.0, "c": 5.0}
+
+
+def test_a_profile_naming_an_unknown_hard_gate_is_a_one_line_spec_error(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("name: typo\nhard_gates: [junit-tamperd]\n")
+    with pytest.raises(SpecError) as caught:
+        load_profile(str(typo))
+    assert str(caught.value).count("\n") == 0
+    assert "hard_gates" in str(caught.value) and "'junit-tamperd'" in str(caught.value)
+
+
+def test_a_custom_graders_declared_codes_may_be_hard_gates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    module = tmp_path / "declaring_grader.py"
+    module.write_text(
+        "from gradeflow.graders import Grader\nclass G(Grader):\n    name = 'g'\n"
+        "    reason_codes = {'license-missing-x': 'no header'}\n    def grade(self, c):\n        raise RuntimeError\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert unknown_reason_codes(["license-missing-x"]) == ["license-missing-x"]
+    load_custom_grader(CustomGraderSpec(use="declaring_grader:G"))
+    assert Profile(name="p", hard_gates=["license-missing-x"]).hard_gates == ["license-missing-x"]

@@ -9,8 +9,8 @@ import yaml
 
 from builders import make_task
 from gradeflow.errors import SpecError
-from gradeflow.graders import combine
-from gradeflow.graders.verdict import graded_result
+from gradeflow.graders import CompositeGrader, combine
+from gradeflow.graders.verdict import decide, graded_result
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.profiles import Profile, available_profiles, load_profile
 
@@ -70,7 +70,7 @@ def test_worked_example_arithmetic_is_exactly_the_spec() -> None:
         "test_evidence": 0.6,
         "reviewability": 1.0,
     }
-    assert load_profile("rubric").decide(combined.score, gate_failed=False) == "human-review"
+    assert decide(combined.score, False, load_profile("rubric").bands) == "human-review"
 
 
 def test_missing_required_dimension_is_inconclusive_not_zero() -> None:
@@ -108,9 +108,8 @@ def test_an_unscored_component_is_missing_evidence_never_a_zero() -> None:
 
 def test_default_profile_reports_behavior_only_and_keeps_the_old_arithmetic() -> None:
     components = [_c("tests", 0.5, False), _c("perf", 1.0), _c("constraints", 1.0, role="gate")]
-    result = graded_result(
-        TASK, "s", components, load_profile("default"), patch="", changes=CHANGED, weights={"tests": 3.0, "perf": 1.0}
-    )
+    composite = CompositeGrader(weights={"tests": 3.0, "perf": 1.0}, profile=load_profile("default"))
+    result = graded_result(TASK, "s", components, composite, patch="", changes=CHANGED)
     assert (result.score, result.passed, result.dimensions) == (0.625, False, {"behavior": 0.625})
 
 

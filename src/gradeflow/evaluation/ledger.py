@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from gradeflow.errors import InfraError, SpecError
+from gradeflow.models import Decision, Status
 
 __all__ = ["DEFAULT_LEDGER", "GradeRecord", "Ledger", "ledger_url"]
 
@@ -84,9 +85,9 @@ class GradeRecord(BaseModel):
     score: float | None
     """``None`` when inconclusive."""
     passed: bool
-    decision: str
+    decision: Decision
     reason_codes: list[str] = Field(default_factory=list)
-    status: str
+    status: Status
     """``graded`` or ``inconclusive``."""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds per grading step, plus ``total``."""

@@ -9,7 +9,6 @@ loses only the submissions in flight: run again and it grades only what the ledg
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import Any
 
@@ -18,43 +17,21 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from gradeflow.api import preflight
 from gradeflow.errors import InfraError
 from gradeflow.evaluation.ledger import GradeRecord, Ledger
 from gradeflow.evaluation.progress import Progress
-from gradeflow.evaluation.suite import Suite, SuiteItem, content_key, patch_hash
+from gradeflow.evaluation.records import PlannedGrade, record_for
+from gradeflow.evaluation.suite import Suite, content_key, patch_hash
 from gradeflow.flows.grade import grade_submission
+from gradeflow.flows.session import factory_for, open_session, prepare_base
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.tasks.baseline import prepare_baseline
-from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.repo import resolve_base
-from gradeflow.tasks.tests import withhold_hidden_timings, withholds_hidden_details
 
-__all__ = ["Evaluation", "PlannedGrade", "evaluate", "evaluate_suite", "plan_suite", "record_for"]
-
-
-class PlannedGrade(BaseModel):
-    """One suite item with its task spec and the keys that identify its record."""
-
-    model_config = ConfigDict(frozen=True)
-
-    item: SuiteItem
-    task: TaskSpec
-    content_key: str
-    patch_hash: str
-    repository_revision: str
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return self.content_key, self.item.run_id
-
-    @property
-    def label(self) -> str:
-        return f"{self.item.task_id} {self.item.model_id} {self.item.run_id}"
+__all__ = ["Evaluation", "evaluate", "evaluate_suite", "plan_suite"]
 
 
 class Evaluation(BaseModel):
@@ -89,60 +66,11 @@ def plan_suite(suite: Suite, profile: str | None) -> list[PlannedGrade]:
     return plan
 
 
-def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> GradeRecord:
-    """The ledger record of one grade: identifiers, counts, scores and codes (no text of any kind)."""
-    counts = _test_counts(result)
-    # With hidden tests the grade's total time carries the hidden run's duration too: neither is kept.
-    withheld = withholds_hidden_details(planned.task)
-    timings = withhold_hidden_timings(planned.task, result).timings
-    timings = timings if withheld else {**timings, "total": round(seconds, 4)}
-    environment = result.environment.model_dump_json() if result.environment else "unknown"
-    item = planned.item
-    return GradeRecord(
-        run_id=item.run_id,
-        task_id=item.task_id,
-        submission_id=item.submission.submission_id,
-        content_key=planned.content_key,
-        task_spec_hash=planned.task.spec_hash(),
-        patch_hash=planned.patch_hash,
-        repository_revision=planned.repository_revision,
-        environment_fingerprint=hashlib.sha256(environment.encode()).hexdigest()[:16],
-        model_id=item.model_id,
-        prompt_revision=item.prompt_revision,
-        grader_revision=result.gradeflow_version,
-        profile=result.profile,
-        labels=dict(item.labels),
-        tool_calls=item.tool_calls,
-        tests_passed=counts[0] if counts else None,
-        tests_failed=counts[1] if counts else None,
-        files_changed=len(result.files_changed),
-        lines_added=result.lines_added,
-        lines_removed=result.lines_removed,
-        component_scores={c.name: round(c.score, 6) for c in result.components},
-        dimension_scores=dict(result.dimensions),
-        score=result.score,
-        passed=result.passed,
-        decision=result.decision,
-        reason_codes=list(result.reason_codes),
-        status=result.status,
-        timings=timings,
-    )
-
-
-def _test_counts(result: GradeResult) -> tuple[int, int] | None:
-    try:
-        counts = result.component("tests").details.get("counts", {})
-    except KeyError:
-        return None
-    return int(counts.get("passed", 0)), int(counts.get("failed", 0)) + int(counts.get("error", 0))
-
-
 @task(name="warm-baseline", cache_policy=NO_CACHE)
 def warm_baseline(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> bool:
     """Build (or find cached) the task's baseline; ``False`` when the environment failed (grades say why)."""
-    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
     try:
-        prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
+        prepare_base(task_spec, factory_for(task_spec, sandbox), pin_base(task_spec))
     except InfraError:
         return False
     return True
@@ -190,7 +118,7 @@ def evaluate_suite(
     for future in as_completed(list(futures)):
         planned = futures[future]
         try:
-            outcome = future.result().status
+            outcome: str = future.result().status
         except Exception as exc:  # the one boundary: a crash is reported, never recorded, retried next run
             failed.append(f"{planned.label}: {type(exc).__name__}: {exc}")
             outcome = "failed"
@@ -217,7 +145,7 @@ def evaluate(
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
-        preflight(suite.tasks[task_id], sandbox, profile)
+        open_session(suite.tasks[task_id], sandbox, profile)
     runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=concurrency)
     if dask_address:
         from prefect_dask import DaskTaskRunner

@@ -26,21 +26,22 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, State
 
 from gradeflow.errors import InfraError, SpecError
+from gradeflow.flows.session import factory_for, prepare_base, profile_for
 from gradeflow.graders.verdict import gate_decided_result, inconclusive_result, refused_result
 from gradeflow.logs import get_logger, redacting
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, Submission, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
-from gradeflow.profiles import Profile, load_profile
+from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.tasks.attribution import attributed
-from gradeflow.tasks.baseline import Baseline, prepare_baseline
+from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.combine import combine_components, publish_artifacts
 from gradeflow.tasks.constraints import check_constraints
-from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.infrastructure import check_infrastructure
 from gradeflow.tasks.perf import run_perf
 from gradeflow.tasks.quality import measure_quality
+from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.review import check_reviewability
 from gradeflow.tasks.snapshot import Snapshot, discard, take_snapshot
 from gradeflow.tasks.tamper_scan import check_tamper
@@ -109,15 +110,16 @@ def grade_submission(
     task_spec: TaskSpec,
     submission: Submission,
     sandbox: str | SandboxFactory | None = None,
-    profile: str | None = None,
+    profile: str | Profile | None = None,
+    base: BaseRef | None = None,
 ) -> GradeResult | State:
     """Grade one submission; an environment failure ends in a Completed state named ``Inconclusive``.
 
     Log lines carry ``run_id`` (one a caller bound, e.g. an agent run, else this flow run's id),
     ``flow_run_id``, ``task_id`` and ``submission_id``; the task's ``env`` values are redacted.
     """
-    policy = load_profile(profile or task_spec.grading.profile)
-    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    policy = profile_for(task_spec, profile)
+    factory = factory_for(task_spec, sandbox)
     run_id = structlog.contextvars.get_contextvars().get("run_id") or flow_run.id
     with (
         structlog.contextvars.bound_contextvars(
@@ -129,7 +131,7 @@ def grade_submission(
         ),
         redacting(task_spec.candidate_env().values()),
     ):
-        result = _graded_or_inconclusive(task_spec, submission, factory, policy)
+        result = _graded_or_inconclusive(task_spec, submission, factory, policy, base)
     publish_artifacts(result)
     if result.status == "inconclusive":
         return Completed(name="Inconclusive", message=result.summary(), data=result)
@@ -137,12 +139,12 @@ def grade_submission(
 
 
 def _graded_or_inconclusive(
-    task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile
+    task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile, base: BaseRef | None
 ) -> GradeResult:
     progress = _Progress(task_spec, factory)
     progress.log.info("grade started", sandbox=factory.kind)
     try:
-        result = _grade(task_spec, submission, factory, policy, progress)
+        result = _grade(task_spec, submission, policy, progress, base)
     except SpecError:
         raise
     except InfraError as exc:
@@ -194,11 +196,12 @@ def _unfinished(
 
 
 def _grade(
-    task_spec: TaskSpec, submission: Submission, factory: SandboxFactory, policy: Profile, progress: _Progress
+    task_spec: TaskSpec, submission: Submission, policy: Profile, progress: _Progress, base: BaseRef | None
 ) -> GradeResult:
+    factory = progress.factory
     with progress.step("baseline"):
-        environment = progress.environment = describe_environment(task_spec, factory)
-        baseline = prepare_baseline(task_spec, pin_base(task_spec), environment, factory)
+        environment, baseline = prepare_base(task_spec, factory, base or pin_base(task_spec))
+        progress.environment = environment
     with progress.step("snapshot") as outcome:
         snapshot = progress.snapshot = attributed(
             task_spec,

@@ -10,12 +10,13 @@ from __future__ import annotations
 from prefect import flow
 from pydantic import BaseModel, Field
 
+from gradeflow.flows.session import factory_for, prepare_base
 from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.tasks.baseline import prepare_baseline
-from gradeflow.tasks.environment import describe_environment, pin_base
+from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
+from gradeflow.tasks.repo import BaseRef
 
 __all__ = ["ValidationReport", "base_problems", "validate_task"]
 
@@ -79,24 +80,28 @@ def validate_task(
     task_spec: TaskSpec,
     reference: str | None = None,
     sandbox: str | SandboxFactory | None = None,
-    profile: str | None = None,
+    profile: str | Profile | None = None,
     repeat: int = 1,
+    base: BaseRef | None = None,
 ) -> ValidationReport:
     """Check the base, an empty submission, the reference patch and (``repeat`` > 1) flaky tests."""
     from gradeflow.flows.grade import grade_submission
 
-    factory = sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
-    baseline = prepare_baseline(task_spec, pin_base(task_spec), describe_environment(task_spec, factory), factory)
+    factory = factory_for(task_spec, sandbox)
+    base = base or pin_base(task_spec)
+    _, baseline = prepare_base(task_spec, factory, base)
     report = ValidationReport(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),
         problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
     )
-    empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile)
+    empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile, base)
     report.empty = _as_result(empty)
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        graded = grade_submission(task_spec, Submission(submission_id="reference", patch=reference), factory, profile)
+        graded = grade_submission(
+            task_spec, Submission(submission_id="reference", patch=reference), factory, profile, base
+        )
         report.reference = _as_result(graded)
         report.problems += _reference_problems(report.reference)
     if repeat > 1:

@@ -8,6 +8,7 @@ the evidence earlier steps gathered. Subclass :class:`Grader` to add a component
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -70,6 +71,8 @@ class GradingContext:
     baseline_tests: TestRunEvidence | None = None
     """The same test command on the pristine base (for skipped pass_to_pass tests)."""
     functions: list[FunctionMetrics] | None = None
+    unreadable: list[str] = field(default_factory=list)
+    """Source files the quality step could not parse (the candidate's): each one fails the quality rules."""
     perf: PerfEvidence | None = None
     patch_tests: PatchTestsEvidence | None = None
     """The patch's own tests, run on the pristine base and on the candidate."""
@@ -96,10 +99,13 @@ class Grader(abc.ABC):
     role: Role = "objective"
     dimension: ClassVar[str] = "behavior"
     """The rubric dimension this grader's components belong to (a profile may remap them)."""
+    reason_codes: ClassVar[Mapping[str, str]] = {}
+    """The codes a custom grader emits beyond the built-in ones (code → meaning), registered when it is
+    loaded so that a profile may name them in ``hard_gates``."""
 
     @abc.abstractmethod
     def grade(self, context: GradingContext) -> GradeComponent:
-        """Score the submission; raising is reported as this component failing, not as a crash."""
+        """Score the submission. A custom grader that raises is reported unscored (``grader-error``)."""
 
     def component(self, score: float, passed: bool, **fields: object) -> GradeComponent:
         """A component carrying this grader's name, role and dimension."""

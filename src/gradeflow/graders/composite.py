@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from gradeflow.errors import SpecError
 from gradeflow.graders.base import Grader, GradingContext
-from gradeflow.models import CustomGraderSpec, GradeComponent
+from gradeflow.models import CustomGraderSpec, GradeComponent, TaskSpec
+from gradeflow.models.reasons import register_reason_codes
 from gradeflow.profiles import Profile
 
 __all__ = ["Combined", "CompositeGrader", "combine", "dimension_scores", "load_custom_grader", "safe_grade"]
@@ -99,16 +100,21 @@ def combine(
 
 
 def safe_grade(grader: Grader, context: GradingContext) -> GradeComponent:
-    """``grader.grade(context)``; a grader that raises becomes a failed component carrying the error."""
+    """``grader.grade(context)``; a grader that raises is unscored (``grader-error``), never a counted 0.
+
+    Its dimension is then scored from the other components (or missing), and a gate that raised
+    rejects nothing: a grader's bug is not evidence against the submission.
+    """
     try:
         return grader.grade(context)
-    except Exception as exc:
+    except Exception as exc:  # a custom grader's bug; built-in graders never raise on candidate input
         return GradeComponent(
             name=getattr(grader, "name", type(grader).__name__),
             role=grader.role,
             dimension=getattr(grader, "dimension", "behavior"),
             score=0.0,
             passed=False,
+            scored=False,
             messages=[f"grader {type(grader).__name__} raised {type(exc).__name__}: {exc}"],
             reason_codes=["grader-error"],
         )
@@ -125,26 +131,46 @@ def load_custom_grader(spec: CustomGraderSpec) -> Grader:
         raise SpecError(f"graders: {spec.use!r} is not a subclass of gradeflow.graders.Grader")
     grader = cls()
     grader.role = spec.role
+    register_reason_codes(grader.reason_codes)
     return grader
 
 
 class CompositeGrader:
-    """Runs several graders over one context and combines their components under a profile."""
+    """The one way components are combined: weights, dimensions, gates, the threshold and the decision.
+
+    Weight precedence, lowest first: the profile's ``weights``, each custom grader's own weight, then
+    ``weights`` given here (a task's ``grading.weights``). :meth:`for_task` builds it for a task spec.
+    """
 
     def __init__(
         self,
-        graders: Sequence[Grader],
+        graders: Sequence[Grader] = (),
         weights: dict[str, float] | None = None,
         pass_threshold: float | None = None,
         profile: Profile | None = None,
+        grader_weights: dict[str, float] | None = None,
     ) -> None:
         self.graders = list(graders)
         self.profile = profile or Profile(name="default")
-        self.weights = {**self.profile.weights, **(weights or {})}
+        self.weights = {**self.profile.weights, **(grader_weights or {}), **(weights or {})}
         self.pass_threshold = self.profile.pass_threshold if pass_threshold is None else pass_threshold
 
+    @classmethod
+    def for_task(
+        cls, task: TaskSpec, profile: Profile, custom: Sequence[tuple[Grader, CustomGraderSpec]] = ()
+    ) -> CompositeGrader:
+        """The task's custom graders under ``profile``, with the task's weights and pass threshold."""
+        return cls(
+            [grader for grader, _ in custom],
+            weights=task.grading.weights,
+            pass_threshold=task.grading.pass_threshold,
+            profile=profile,
+            grader_weights={grader.name: spec.weight for grader, spec in custom},
+        )
+
     def grade_components(self, context: GradingContext) -> list[GradeComponent]:
-        return [safe_grade(g, context) for g in self.graders]
+        """Each grader's component in the grader's role; a grader that raises is unscored (``grader-error``)."""
+        return [safe_grade(g, context).model_copy(update={"role": g.role}) for g in self.graders]
 
     def combine(self, components: Sequence[GradeComponent]) -> Combined:
         return combine(components, self.weights, self.pass_threshold, self.profile)

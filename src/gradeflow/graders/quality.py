@@ -147,7 +147,17 @@ class QualityGrader(Grader):
             )
         if context.functions is None:
             raise ValueError("quality evidence missing")
-        return self._score(context.functions, limits, role)
+        component = self._score(context.functions, limits, role)
+        if not context.unreadable:
+            return component
+        return component.model_copy(
+            update={
+                "score": 0.0,
+                "passed": False,
+                "messages": [*component.messages, *(f"cannot measure {u}" for u in context.unreadable)],
+                "reason_codes": sorted({*component.reason_codes, "quality-unparseable"}),
+            }
+        )
 
     def _score(self, functions: list[FunctionMetrics], limits: dict[str, int], role: Role) -> GradeComponent:
         rules: dict[str, Any] = {}

@@ -1,4 +1,9 @@
-"""Building :class:`GradeResult` values: graded, refused, and inconclusive. Pure functions."""
+"""The verdict: graded, refused and inconclusive :class:`GradeResult` values, the decision and hard gates. Pure.
+
+Every rule that moves a verdict after the components are scored lives here or in
+:mod:`gradeflow.graders.composite` (the arithmetic): ``empty-patch``, hard gates overriding ``passed``,
+the bands between decisions, and a failed gate deciding a grade a later step could not finish.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +11,57 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gradeflow.config import gradeflow_version
-from gradeflow.graders.composite import Combined, combine
-from gradeflow.models import ChangedFile, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
-from gradeflow.profiles import Profile
+from gradeflow.graders.composite import Combined, CompositeGrader
+from gradeflow.models import ChangedFile, Decision, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
+from gradeflow.profiles import Bands, Profile
 
-__all__ = ["gate_decided_result", "graded_result", "inconclusive_result", "refused_result", "task_weights"]
+__all__ = [
+    "composite_for",
+    "decide",
+    "gate_decided_result",
+    "graded_result",
+    "inconclusive_result",
+    "refused_result",
+]
 
 
-def task_weights(task: TaskSpec, profile: Profile, custom: dict[str, float] | None = None) -> dict[str, float]:
-    """Objective weights: the profile's, then custom graders' own, then the task's ``grading.weights``."""
-    return {**profile.weights, **(custom or {}), **task.grading.weights}
+def decide(score: float, rejected: bool, bands: Bands) -> Decision:
+    """The decision of a graded result: ``rejected`` by a failed gate or hard gate, else by the score's band."""
+    if rejected:
+        return "rejected"
+    if score >= bands.merge_candidate:
+        return "merge-candidate"
+    return "human-review" if score >= bands.human_review else "retry"
+
+
+def composite_for(task: TaskSpec, profile: Profile) -> CompositeGrader:
+    """The combination of a task without custom graders under ``profile``."""
+    return CompositeGrader.for_task(task, profile)
 
 
 def graded_result(
     task: TaskSpec,
     submission_id: str,
     components: Sequence[GradeComponent],
-    profile: Profile,
+    composite: CompositeGrader | Profile,
     *,
     patch: str,
     changes: Sequence[ChangedFile],
     environment: EnvironmentFingerprint | None = None,
-    weights: dict[str, float] | None = None,
 ) -> GradeResult:
-    """Combine the components under the profile into a graded result.
+    """Combine the components (through ``composite``, or a profile's plain one) into a graded result.
 
     Inconclusive instead when a dimension the profile requires (``missing: inconclusive``) has no
     evidence: the components and the dimensions that were scored are kept, the score is not.
     """
-    combined = _combine(task, components, profile, weights)
+    if isinstance(composite, Profile):
+        composite = composite_for(task, composite)
+    profile = composite.profile
+    combined = composite.combine(components)
     if combined.missing:
         return _missing_dimension(task, submission_id, combined, profile, patch, changes, environment)
     verdict = _verdict(combined, profile, empty=not changes)
     return _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
-
-
-def _combine(
-    task: TaskSpec, components: Sequence[GradeComponent], profile: Profile, weights: dict[str, float] | None = None
-) -> Combined:
-    """The components combined under the task's weights and pass threshold, the profile's where unset."""
-    threshold = task.grading.pass_threshold
-    weights = weights if weights is not None else task_weights(task, profile)
-    return combine(components, weights, profile.pass_threshold if threshold is None else threshold, profile)
 
 
 def _graded(
@@ -106,7 +120,7 @@ def _verdict(combined: Combined, profile: Profile, *, empty: bool) -> dict[str, 
     return {
         "score": combined.score,
         "passed": combined.passed and not hard,
-        "decision": profile.decide(combined.score, combined.gate_failed or bool(hard)),
+        "decision": decide(combined.score, combined.gate_failed or bool(hard), profile.bands),
         "reason_codes": codes,
         "messages": [f"hard gate: {code}" for code in hard] + _unplaced(combined.components, profile),
     }
@@ -147,7 +161,7 @@ def gate_decided_result(
     found, so the result is graded and ``rejected``, score 0, with the components gathered so far;
     ``unfinished`` (what broke) is kept in its messages.
     """
-    combined = _combine(task, components, profile)
+    combined = composite_for(task, profile).combine(components)
     verdict = _verdict(combined, profile, empty=not changes)
     if verdict["decision"] != "rejected":
         return None

@@ -26,7 +26,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gradeflow.errors import SpecError
-from gradeflow.models import Decision, GradeComponent
+from gradeflow.models import GradeComponent
+from gradeflow.models.reasons import unknown_reason_codes
 
 __all__ = ["Bands", "Dimension", "Profile", "ReviewAspect", "ReviewPolicy", "available_profiles", "load_profile"]
 
@@ -100,7 +101,9 @@ class Profile(_Policy):
     pass_threshold: float = Field(default=1.0, ge=0, le=1)
     bands: Bands = Field(default_factory=Bands)
     hard_gates: list[str] = Field(default_factory=list)
-    """Reason codes that reject a grade whatever its score."""
+    """Reason codes that reject a grade whatever its score; each must be a known code."""
+    reason_codes: dict[str, str] = Field(default_factory=dict)
+    """Codes this profile may name beyond the registered ones (code → meaning), e.g. a custom grader's."""
     review: ReviewPolicy = Field(default_factory=ReviewPolicy)
 
     @model_validator(mode="after")
@@ -110,6 +113,12 @@ class Profile(_Policy):
         unknown = sorted({d for d in self.components.values() if d not in self.dimensions})
         if unknown:
             raise ValueError(f"components: maps to undeclared dimensions {', '.join(unknown)}")
+        typos = unknown_reason_codes(self.hard_gates, self.reason_codes)
+        if typos:
+            raise ValueError(
+                f"hard_gates: unknown reason code {', '.join(map(repr, typos))} (declare a custom grader's codes "
+                "in the profile's reason_codes)"
+            )
         return self
 
     def dimension_of(self, component: GradeComponent) -> str:
@@ -119,14 +128,6 @@ class Profile(_Policy):
     def reports(self, dimension: str) -> bool:
         """Whether this profile reports ``dimension`` (so its evidence is worth gathering)."""
         return dimension in self.dimensions
-
-    def decide(self, score: float, gate_failed: bool) -> Decision:
-        """The decision for a graded result."""
-        if gate_failed:
-            return "rejected"
-        if score >= self.bands.merge_candidate:
-            return "merge-candidate"
-        return "human-review" if score >= self.bands.human_review else "retry"
 
     def outline(self) -> str:
         """The dimensions and their weights on one line, e.g. ``behavior 0.50, test_evidence 0.30``."""

@@ -235,6 +235,14 @@ class SandboxFactory(abc.ABC):
     def describe(self) -> SandboxDescription:
         """Facts about the environment commands run in; raise ``SandboxUnavailable`` when it cannot run."""
 
+    def check_limits(self, where: str) -> None:
+        """``SpecError`` (naming ``where``) when the limits cannot be met by the engine that would run them.
+
+        Called before any flow run. Nothing to check by default; an engine that does not answer is not
+        the caller's mistake and is left for the grade to report.
+        """
+        del where
+
     @abc.abstractmethod
     def probe(self) -> None:
         """Check that a fresh sandbox works now; ``SandboxUnavailable`` naming what does not.

@@ -35,10 +35,11 @@ import time
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+import docker
 import docker.errors
 
 from gradeflow.config import cache_dir
-from gradeflow.errors import SandboxBroken, SandboxUnavailable
+from gradeflow.errors import SandboxBroken, SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox._docker_disk import DF_COMMAND, disk_events, folders_full, start_watcher
 from gradeflow.sandbox._docker_engine import (
@@ -347,6 +348,23 @@ class DockerSandboxFactory(SandboxFactory):
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: the engine does not answer a ping: {exc}") from None
         run_true_in_fresh_sandbox(self, "docker sandbox", "container")
+
+    def check_limits(self, where: str) -> None:
+        """``environment.cpus`` at most the engine's CPUs, when the engine answers within a few seconds."""
+        unanswered: tuple[type[Exception], ...] = (*ENGINE_ERRORS, KeyError, ValueError)
+        try:
+            client = docker.from_env(timeout=5)
+            try:
+                available = int(client.info()["NCPU"])
+            finally:
+                client.close()
+        except unanswered:
+            return
+        cpus = self.settings.nano_cpus / 1e9
+        if cpus > available:
+            raise SpecError(
+                f"environment.cpus: {cpus:g} is more than the {available} CPUs of the docker engine ({where})"
+            )
 
     def describe(self) -> SandboxDescription:
         """The image name and id, and the architecture and Python version inside it."""

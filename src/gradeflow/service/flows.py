@@ -24,12 +24,13 @@ from prefect.states import State
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.grade import grade_submission
-from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.flows.session import Session, open_session
+from gradeflow.graders.withheld import withhold_hidden_timings
+from gradeflow.models import GradeResult, Submission
 from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import task_runner
 from gradeflow.service.suite_artifacts import publish_report, suite_progress
 from gradeflow.spec import load_task
-from gradeflow.tasks.tests import withhold_hidden_timings
 
 __all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
 
@@ -62,24 +63,26 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
         raise SpecError(f"{request.task_path}: task_id is {task_spec.task_id!r}, the request says {request.task_id!r}")
     submission = Submission(submission_id=request.submission_id, patch=request.patch)
     _tag_run(run_tags(request, None))
+    session = open_session(task_spec, request.sandbox, request.profile)
     with concurrency(SANDBOX_LIMIT, occupy=1):
-        outcome = grade_submission.fn(task_spec, submission, sandbox=request.sandbox, profile=request.profile)
+        outcome = grade_submission.fn(
+            task_spec, submission, sandbox=session.factory, profile=session.profile, base=session.base
+        )
     result = outcome if isinstance(outcome, GradeResult) else outcome.data
     if isinstance(result, GradeResult):
         result = withhold_hidden_timings(task_spec, result)
         _tag_run(run_tags(request, result))
         if request.ledger:
-            _record(request, task_spec, submission, result)
+            _record(request, session, submission, result)
         get_run_logger().info("%s", result.summary())
     return outcome
 
 
-def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, result: GradeResult) -> None:
+def _record(request: GradeRequest, session: Session, submission: Submission, result: GradeResult) -> None:
     """Add the grade to the request's ledger; a re-run of the same submission adds nothing."""
     from gradeflow.evaluation.ledger import Ledger
+    from gradeflow.evaluation.records import PlannedGrade, record_for
     from gradeflow.evaluation.suite import SuiteItem, content_key, patch_hash
-    from gradeflow.flows.evaluate import PlannedGrade, record_for
-    from gradeflow.tasks.repo import resolve_base
 
     item = SuiteItem(
         task_id=request.task_id,
@@ -88,12 +91,13 @@ def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, 
         model_id=request.metadata.get("model", "unknown"),
     )
     digest = patch_hash(submission)
+    task_spec = session.task_spec
     planned = PlannedGrade(
         item=item,
         task=task_spec,
         content_key=content_key(task_spec, digest, request.profile),
         patch_hash=digest,
-        repository_revision=resolve_base(task_spec).revision,
+        repository_revision=session.base.revision,
     )
     ledger = Ledger(request.ledger)
     try:
@@ -106,13 +110,13 @@ def _record(request: GradeRequest, task_spec: TaskSpec, submission: Submission, 
 def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
     """Evaluate the suite into the ledger on threads or a Dask cluster, with a progress artifact and a
     link artifact to the HTML report; returns the graded, skipped and failed counts."""
-    from gradeflow.api import preflight
     from gradeflow.evaluation.suite import load_suite
     from gradeflow.flows.evaluate import evaluate_suite, plan_suite
+    from gradeflow.flows.session import open_session
 
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
-        preflight(suite.tasks[task_id], request.sandbox, request.profile)
+        open_session(suite.tasks[task_id], request.sandbox, request.profile)
     ledger = Ledger(request.ledger)
     keys = {planned.key for planned in plan_suite(suite, request.profile)}
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from gradeflow.errors import InfraError
+from gradeflow.errors import GitFailed
 
 __all__ = ["git", "init_snapshot_repo", "plain_attributes"]
 
@@ -30,7 +30,7 @@ _ENV = {
 
 
 def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """Run git with no user or system config; ``InfraError`` when git itself is missing."""
+    """Run git with no user or system config; ``GitFailed`` when git cannot start, or fails with ``check``."""
     try:
         proc = subprocess.run(
             ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", "-c", "core.quotePath=false", *args],
@@ -42,10 +42,10 @@ def git(cwd: Path, *args: str, input: bytes | None = None, check: bool = True) -
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InfraError(f"git {args[0]} in {cwd} failed to run: {exc}") from exc
+        raise GitFailed(f"git {args[0]} in {cwd} failed to run: {exc}") from exc
     if check and proc.returncode != 0:
         message = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise InfraError(f"git {args[0]} in {cwd}: {message[-1] if message else 'failed'}")
+        raise GitFailed(f"git {args[0]} in {cwd}: {message[-1] if message else 'failed'}")
     return proc
 
 

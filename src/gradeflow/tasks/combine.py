@@ -9,8 +9,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import load_custom_grader, safe_grade
-from gradeflow.graders.verdict import graded_result, task_weights
+from gradeflow.graders.composite import CompositeGrader, load_custom_grader
+from gradeflow.graders.verdict import graded_result
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
 from gradeflow.profiles import Profile
 from gradeflow.tasks.snapshot import Snapshot
@@ -30,18 +30,15 @@ def combine_components(
     environment: EnvironmentFingerprint,
 ) -> GradeResult:
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=tests.evidence)
-    graders = [(load_custom_grader(spec), spec) for spec in task_spec.graders]
-    custom = [safe_grade(grader, context).model_copy(update={"role": spec.role}) for grader, spec in graders]
-    weights = task_weights(task_spec, profile, {grader.name: spec.weight for grader, spec in graders})
+    composite = CompositeGrader.for_task(task_spec, profile, [(load_custom_grader(s), s) for s in task_spec.graders])
     return graded_result(
         task_spec,
         submission_id,
-        [*components, *custom],
-        profile,
+        [*components, *composite.grade_components(context)],
+        composite,
         patch=snapshot.patch,
         changes=snapshot.changes,
         environment=environment,
-        weights=weights,
     )
 
 

@@ -31,7 +31,6 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.errors import InfraError
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.models import ConstraintsSpec, GradeComponent, RequiredPattern, TaskSpec
 from gradeflow.models.evidence import PatternEngine, PatternEvidence, PatternHit, PatternMatches
@@ -64,7 +63,7 @@ def check_constraints(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent
     """Match the patterns on the snapshot, then grade the constraints gate on the changes and the matches."""
     view = snapshot.view()
     evidence = match_patterns(task_spec.constraints, added_by_path(snapshot.patch.encode()), view.read)
-    return safe_grade(ConstraintGrader(evidence), GradingContext(task=task_spec, workspace=view))
+    return ConstraintGrader(evidence).grade(GradingContext(task=task_spec, workspace=view))
 
 
 def match_patterns(

@@ -6,7 +6,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.infrastructure import InfrastructureGrader
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.tasks._sealing import infrastructure_edits
@@ -21,4 +20,4 @@ def check_infrastructure(task_spec: TaskSpec, snapshot: Snapshot, baseline: Base
     assert snapshot.workspace is not None
     edits = infrastructure_edits(task_spec, snapshot.changes, snapshot.workspace, baseline.pristine)
     grader = InfrastructureGrader(edits)
-    return safe_grade(grader, GradingContext(task=task_spec, workspace=snapshot.view()))
+    return grader.grade(GradingContext(task=task_spec, workspace=snapshot.view()))

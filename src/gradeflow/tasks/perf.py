@@ -27,7 +27,6 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.errors import BaselineBroken
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.perf import PerfGrader, slower_than_reported
 from gradeflow.models import ChangedFile, GradeComponent, PerfSpec, TaskSpec
 from gradeflow.models.evidence import PerfEvidence
@@ -99,7 +98,7 @@ def run_perf(
     assert snapshot.workspace is not None
     if not snapshot.changes:
         evidence = PerfEvidence(unchanged=True)
-        return safe_grade(PerfGrader(), GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
+        return PerfGrader().grade(GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
     base_copy, cand_copy = working_copy(baseline.pristine), working_copy(snapshot.workspace)
     try:
         sealed, modified = _seal(task_spec.perf, snapshot.changes, cand_copy, baseline.pristine)
@@ -109,7 +108,7 @@ def run_perf(
         shutil.rmtree(base_copy.parent, ignore_errors=True)
         shutil.rmtree(cand_copy.parent, ignore_errors=True)
     evidence.modified = sorted({*modified, *evidence.modified})
-    return safe_grade(PerfGrader(), GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
+    return PerfGrader().grade(GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
 
 
 @dataclass

@@ -6,7 +6,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionMetrics
@@ -29,14 +28,5 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
             functions += measure_source(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
             unreadable.append(str(exc))
-    component = safe_grade(QualityGrader(), GradingContext(task=task_spec, workspace=view, functions=functions))
-    if unreadable:
-        return component.model_copy(
-            update={
-                "score": 0.0,
-                "passed": False,
-                "messages": [*component.messages, *(f"cannot measure {u}" for u in unreadable)],
-                "reason_codes": sorted({*component.reason_codes, "quality-unparseable"}),
-            }
-        )
-    return component
+    context = GradingContext(task=task_spec, workspace=view, functions=functions, unreadable=unreadable)
+    return QualityGrader().grade(context)

@@ -6,7 +6,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.reviewability import ReviewabilityGrader
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionChange
@@ -44,4 +43,4 @@ def check_reviewability(
         workspace=snapshot.view(),
         changed_functions=touched_source_functions(task_spec, snapshot, baseline),
     )
-    return safe_grade(ReviewabilityGrader(policy), context)
+    return ReviewabilityGrader(policy).grade(context)

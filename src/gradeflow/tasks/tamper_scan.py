@@ -22,7 +22,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.tamper import TamperGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.models.evidence import TamperEvidence, TamperFinding, TamperKind
@@ -45,7 +44,7 @@ _COMPILED = (".pyc", ".pyo", ".so", ".pyd")
 def check_tamper(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) -> GradeComponent:
     """The tamper gate: the patch's findings against the pristine base."""
     evidence = scan_patch(task_spec, snapshot, baseline.pristine)
-    return safe_grade(TamperGrader(evidence), GradingContext(task=task_spec, workspace=snapshot.view()))
+    return TamperGrader(evidence).grade(GradingContext(task=task_spec, workspace=snapshot.view()))
 
 
 def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> TamperEvidence:

@@ -25,7 +25,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.test_evidence import TestEvidenceGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.models.evidence import PatchTestsEvidence, TestRunEvidence
@@ -136,4 +135,4 @@ def check_test_evidence(
         evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, command)
         evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, command)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), patch_tests=evidence)
-    return safe_grade(TestEvidenceGrader(), context)
+    return TestEvidenceGrader().grade(context)

@@ -10,10 +10,10 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.composite import safe_grade
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
-from gradeflow.models import GradeComponent, GradeResult, TaskSpec
+from gradeflow.graders.withheld import withhold_hidden_details
+from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._files import inject_tree
@@ -23,13 +23,7 @@ from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = [
-    "TestsOutcome",
-    "run_tests",
-    "withhold_hidden_details",
-    "withhold_hidden_timings",
-    "withholds_hidden_details",
-]
+__all__ = ["TestsOutcome", "run_tests"]
 
 
 class TestsOutcome(BaseModel):
@@ -60,7 +54,7 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
-    component = withhold_hidden_details(task_spec, safe_grade(TestGrader(), context))
+    component = withhold_hidden_details(task_spec, TestGrader().grade(context))
     component.details["sealed"] = sealed
     component.details["canaries"] = (
         "checked" if baseline.tests.harness and baseline.tests.harness.canaries else "unsupported"
@@ -91,50 +85,3 @@ def candidate_test_run(
                 output_tail=(setup.stdout + setup.stderr)[-2000:],
             )
         return run_test_command(task_spec, sandbox, harness=harness, base=base)
-
-
-def withholds_hidden_details(task_spec: TaskSpec) -> bool:
-    return bool(task_spec.tests.hidden) and not task_spec.tests.publish_hidden_details
-
-
-def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> GradeComponent:
-    """The tests component as published when the task has hidden tests (unless ``tests.publish_hidden_details``).
-
-    It keeps its score, passed flag and reason codes, says ``passed`` or ``failed`` per declared test id
-    (and how many of each), and nothing else the candidate's code could steer: no exit code, no counts
-    of other test cases, no duration, no message from the run. Otherwise ``component`` is returned as is.
-    """
-    if not withholds_hidden_details(task_spec):
-        return component
-    broken = set(component.details.get("broken", []))
-    declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
-    verdicts = {
-        "fail_to_pass": {test: _verdict(outcome == "passed") for test, outcome in declared["fail_to_pass"].items()},
-        "pass_to_pass": {test: _verdict(test not in broken) for test in declared["pass_to_pass"]},
-        "quarantined": {test: _verdict(outcome == "passed") for test, outcome in declared["quarantined"].items()},
-    }
-    scored = [*verdicts["fail_to_pass"].values(), *verdicts["pass_to_pass"].values()]
-    messages = [
-        f"{kind} {test} failed"
-        for kind in ("fail_to_pass", "pass_to_pass")
-        for test, v in verdicts[kind].items()
-        if v == "failed"
-    ]
-    details = {
-        **verdicts,
-        "broken": sorted(broken),
-        "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
-        "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",
-    }
-    return component.model_copy(update={"details": details, "messages": messages})
-
-
-def _verdict(passed: bool) -> str:
-    return "passed" if passed else "failed"
-
-
-def withhold_hidden_timings(task_spec: TaskSpec, result: GradeResult) -> GradeResult:
-    """``result`` without the tests step's duration when the task withholds its hidden-test details."""
-    if not withholds_hidden_details(task_spec) or "tests" not in result.timings:
-        return result
-    return result.model_copy(update={"timings": {k: v for k, v in result.timings.items() if k != "tests"}})

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from gradeflow.graders.withheld import withhold_hidden_details, withhold_hidden_timings
 from gradeflow.models import GradeComponent, GradeResult, TaskSpec
-from gradeflow.tasks.tests import withhold_hidden_details, withhold_hidden_timings
 
 RAW = {
     "fail_to_pass": {"t::f1": "passed", "t::f2": "error", "t::f3": "missing"},

@@ -1,0 +1,82 @@
+"""A grade as the ledger keeps it: the planned suite item, its keys, and the record of its result. Pure."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+from gradeflow.evaluation.ledger import GradeRecord
+from gradeflow.evaluation.suite import SuiteItem
+from gradeflow.graders.withheld import withhold_hidden_timings, withholds_hidden_details
+from gradeflow.models import GradeResult, TaskSpec
+
+__all__ = ["PlannedGrade", "record_for"]
+
+
+class PlannedGrade(BaseModel):
+    """One suite item with its task spec and the keys that identify its record."""
+
+    model_config = ConfigDict(frozen=True)
+
+    item: SuiteItem
+    task: TaskSpec
+    content_key: str
+    patch_hash: str
+    repository_revision: str
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.content_key, self.item.run_id
+
+    @property
+    def label(self) -> str:
+        return f"{self.item.task_id} {self.item.model_id} {self.item.run_id}"
+
+
+def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> GradeRecord:
+    """The ledger record of one grade: identifiers, counts, scores and codes (no text of any kind)."""
+    counts = _test_counts(result)
+    # With hidden tests the grade's total time carries the hidden run's duration too: neither is kept.
+    withheld = withholds_hidden_details(planned.task)
+    timings = withhold_hidden_timings(planned.task, result).timings
+    timings = timings if withheld else {**timings, "total": round(seconds, 4)}
+    environment = result.environment.model_dump_json() if result.environment else "unknown"
+    item = planned.item
+    return GradeRecord(
+        run_id=item.run_id,
+        task_id=item.task_id,
+        submission_id=item.submission.submission_id,
+        content_key=planned.content_key,
+        task_spec_hash=planned.task.spec_hash(),
+        patch_hash=planned.patch_hash,
+        repository_revision=planned.repository_revision,
+        environment_fingerprint=hashlib.sha256(environment.encode()).hexdigest()[:16],
+        model_id=item.model_id,
+        prompt_revision=item.prompt_revision,
+        grader_revision=result.gradeflow_version,
+        profile=result.profile,
+        labels=dict(item.labels),
+        tool_calls=item.tool_calls,
+        tests_passed=counts[0] if counts else None,
+        tests_failed=counts[1] if counts else None,
+        files_changed=len(result.files_changed),
+        lines_added=result.lines_added,
+        lines_removed=result.lines_removed,
+        component_scores={c.name: round(c.score, 6) for c in result.components},
+        dimension_scores=dict(result.dimensions),
+        score=result.score,
+        passed=result.passed,
+        decision=result.decision,
+        reason_codes=list(result.reason_codes),
+        status=result.status,
+        timings=timings,
+    )
+
+
+def _test_counts(result: GradeResult) -> tuple[int, int] | None:
+    try:
+        counts = result.component("tests").details.get("counts", {})
+    except KeyError:
+        return None
+    return int(counts.get("passed", 0)), int(counts.get("failed", 0)) + int(counts.get("error", 0))

@@ -1,0 +1,87 @@
+"""Opening a grading session: what every grade of a task needs, checked and resolved once.
+
+The Python API, the three flows and the service all start here. :func:`open_session` fails fast on the
+caller's mistakes (``SpecError``, exit 2 in the CLI) before any flow runs: a repository that is a URL
+or a plain file, a base revision that does not resolve, an unknown profile, bad sandbox settings or
+limits the docker engine cannot meet, a missing hidden-tests folder, a custom grader that does not
+import. It returns a :class:`Session`, whose sandbox factory, profile and pinned base are passed on
+to the flows instead of being resolved again. :func:`prepare_base` then builds (or finds cached) the
+pristine baseline inside a flow.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from gradeflow.errors import SpecError
+from gradeflow.graders.composite import load_custom_grader
+from gradeflow.models import EnvironmentFingerprint, TaskSpec
+from gradeflow.profiles import Profile, load_profile
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.tasks.baseline import Baseline, prepare_baseline
+from gradeflow.tasks.environment import describe_environment
+from gradeflow.tasks.repo import BaseRef, resolve_base
+
+__all__ = ["Session", "factory_for", "open_session", "prepare_base", "profile_for"]
+
+
+@dataclass(frozen=True)
+class Session:
+    """A task spec with its sandbox factory, grading profile and pinned base, resolved once."""
+
+    task_spec: TaskSpec
+    factory: SandboxFactory
+    profile: Profile
+    base: BaseRef
+
+
+def factory_for(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> SandboxFactory:
+    """``sandbox`` itself when it is a factory, else the factory of that kind (or the task's)."""
+    return sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+
+
+def profile_for(task_spec: TaskSpec, profile: str | Profile | None) -> Profile:
+    """``profile`` itself when loaded, else the named one (or the task's ``grading.profile``)."""
+    return profile if isinstance(profile, Profile) else load_profile(profile or task_spec.grading.profile)
+
+
+def open_session(
+    task_spec: TaskSpec, sandbox: str | SandboxFactory | None = None, profile: str | Profile | None = None
+) -> Session:
+    """Check everything that is the caller's to fix (``SpecError``), then resolve the session once."""
+    _check_repo(task_spec)
+    base = resolve_base(task_spec)
+    for spec in task_spec.graders:  # first: loading registers the codes a profile's hard gates may name
+        try:
+            load_custom_grader(spec)
+        except (SyntaxError, TypeError) as exc:  # a module that does not compile, a class that needs arguments
+            raise SpecError(f"graders: cannot load {spec.use!r}: {type(exc).__name__}: {exc}") from None
+    policy = profile_for(task_spec, profile)
+    factory = factory_for(task_spec, sandbox)
+    if not isinstance(sandbox, SandboxFactory):
+        factory.check_limits(f"task {task_spec.task_id}")
+    if task_spec.tests.hidden and not Path(task_spec.tests.hidden).is_dir():
+        raise SpecError(f"tests.hidden: {task_spec.tests.hidden} is not a folder (task {task_spec.task_id})")
+    return Session(task_spec=task_spec, factory=factory, profile=policy, base=base)
+
+
+def prepare_base(
+    task_spec: TaskSpec, factory: SandboxFactory, base: BaseRef
+) -> tuple[EnvironmentFingerprint, Baseline]:
+    """The environment's fingerprint and the task's baseline (Prefect tasks: call inside a flow)."""
+    environment = describe_environment(task_spec, factory)
+    return environment, prepare_baseline(task_spec, base, environment, factory)
+
+
+def _check_repo(task: TaskSpec) -> None:
+    location = task.repo
+    if "://" in location or location.startswith("git@"):
+        raise SpecError(f"repo: {location} is a URL; clone it and set repo to the checkout (task {task.task_id})")
+    path = Path(location)
+    if path.is_file() and not (location.endswith((".tar.gz", ".tgz")) and tarfile.is_tarfile(path)):
+        raise SpecError(
+            f"repo: {location} is a file, not a git repository, a folder or a .tar.gz (task {task.task_id})"
+        )

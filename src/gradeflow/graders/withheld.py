@@ -1,0 +1,61 @@
+"""What the published result says about hidden tests: pass or fail per declared id, nothing the candidate steers.
+
+With hidden tests, anything the candidate's code controls about their run (exit code, test counts,
+durations, messages) would let repeated submissions read the hidden tests out a few bytes at a time.
+Unless the task opts in (``tests.publish_hidden_details: true``), the tests component and the result's
+timings are published without them. Pure.
+"""
+
+from __future__ import annotations
+
+from gradeflow.models import GradeComponent, GradeResult, TaskSpec
+
+__all__ = ["withhold_hidden_details", "withhold_hidden_timings", "withholds_hidden_details"]
+
+
+def withholds_hidden_details(task_spec: TaskSpec) -> bool:
+    """Whether the task has hidden tests and does not publish their run's details."""
+    return bool(task_spec.tests.hidden) and not task_spec.tests.publish_hidden_details
+
+
+def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> GradeComponent:
+    """The tests component as published when the task has hidden tests (unless ``tests.publish_hidden_details``).
+
+    It keeps its score, passed flag and reason codes, says ``passed`` or ``failed`` per declared test id
+    (and how many of each), and nothing else the candidate's code could steer: no exit code, no counts
+    of other test cases, no duration, no message from the run. Otherwise ``component`` is returned as is.
+    """
+    if not withholds_hidden_details(task_spec):
+        return component
+    broken = set(component.details.get("broken", []))
+    declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
+    verdicts = {
+        "fail_to_pass": {test: _verdict(outcome == "passed") for test, outcome in declared["fail_to_pass"].items()},
+        "pass_to_pass": {test: _verdict(test not in broken) for test in declared["pass_to_pass"]},
+        "quarantined": {test: _verdict(outcome == "passed") for test, outcome in declared["quarantined"].items()},
+    }
+    scored = [*verdicts["fail_to_pass"].values(), *verdicts["pass_to_pass"].values()]
+    messages = [
+        f"{kind} {test} failed"
+        for kind in ("fail_to_pass", "pass_to_pass")
+        for test, v in verdicts[kind].items()
+        if v == "failed"
+    ]
+    details = {
+        **verdicts,
+        "broken": sorted(broken),
+        "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
+        "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",
+    }
+    return component.model_copy(update={"details": details, "messages": messages})
+
+
+def _verdict(passed: bool) -> str:
+    return "passed" if passed else "failed"
+
+
+def withhold_hidden_timings(task_spec: TaskSpec, result: GradeResult) -> GradeResult:
+    """``result`` without the tests step's duration when the task withholds its hidden-test details."""
+    if not withholds_hidden_details(task_spec) or "tests" not in result.timings:
+        return result
+    return result.model_copy(update={"timings": {k: v for k, v in result.timings.items() if k != "tests"}})
