@@ -1,0 +1,143 @@
+"""The result: what a grade says (components, score, decision, evidence of the environment). Plain data."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    Field,
+    model_serializer,
+)
+
+from gradeflow.models.spec import Decision, Role, Status
+
+__all__ = ["ChangedFile", "EnvironmentFingerprint", "GradeComponent", "GradeResult"]
+
+
+class ChangedFile(BaseModel):
+    """One file the patch touches."""
+
+    path: str
+    status: Literal["added", "modified", "removed", "renamed"] = "modified"
+    old_path: str | None = None
+    lines_added: int = 0
+    lines_removed: int = 0
+    binary: bool = False
+
+
+class EnvironmentFingerprint(BaseModel):
+    """Where a grade ran, so two results can be compared honestly."""
+
+    sandbox: str
+    image: str | None = None
+    image_id: str | None = None
+    architecture: str
+    python_version: str
+    timezone: str
+    pythonhashseed: str
+    gradeflow_version: str
+    task_spec_hash: str
+
+    def key(self) -> str:
+        """The parts that change a baseline's behaviour (not the task hash, which the cache key adds)."""
+        return "|".join(
+            [
+                self.sandbox,
+                self.image_id or "",
+                self.architecture,
+                self.python_version,
+                self.timezone,
+                self.pythonhashseed,
+                self.gradeflow_version,
+            ]
+        )
+
+
+class GradeComponent(BaseModel):
+    """One grader's verdict: a score in [0, 1], whether it passed, and the evidence behind it."""
+
+    name: str
+    """Stable component name (``constraints``, ``tests``, ``quality``, ``perf`` or a custom grader's)."""
+    role: Role = "objective"
+    """``objective`` contributes its weighted score; ``gate`` contributes nothing but zeroes the score."""
+    weight: float | None = None
+    """Weight among objectives, set when components are combined; ``None`` for gates."""
+    score: float = Field(ge=0.0, le=1.0)
+    passed: bool
+    details: dict[str, Any] = Field(default_factory=dict)
+    """Machine-readable evidence (per-test outcomes, per-function metrics, timing samples...)."""
+    messages: list[str] = Field(default_factory=list)
+    """Human-readable explanations, one finding each."""
+    reason_codes: list[str] = Field(default_factory=list)
+    """Machine-readable codes of what went wrong, e.g. ``fail-to-pass-failing``."""
+    dimension: str = "behavior"
+    """The rubric dimension the grader's score belongs to; a profile may map the component elsewhere."""
+    scored: bool = True
+    """``False`` when the grader found no evidence to score (not applicable, or no usable run): the
+    component is reported with its reasons but never weighed, and its ``score`` of 0 means nothing."""
+
+    def short(self) -> str:
+        """``name=0.80✓``, ``(gate)`` marked, ``name=n/a`` when unscored."""
+        if not self.scored:
+            return f"{self.name}=n/a"
+        mark = "✓" if self.passed else "✗"
+        gate = "(gate)" if self.role == "gate" else ""
+        return f"{self.name}={self.score:.2f}{mark}{gate}"
+
+
+class GradeResult(BaseModel):
+    """The whole verdict on one submission."""
+
+    task_id: str
+    submission_id: str
+    status: Status
+    """``graded``, or ``inconclusive`` when the environment rather than the patch failed."""
+    score: float | None
+    """Weighted score in [0, 1]; ``None`` when inconclusive."""
+    passed: bool
+    decision: Decision
+    reason_codes: list[str] = Field(default_factory=list)
+    components: list[GradeComponent] = Field(default_factory=list)
+    files_changed: list[str] = Field(default_factory=list)
+    lines_added: int = 0
+    lines_removed: int = 0
+    patch: str = ""
+    """The unified diff that was graded."""
+    messages: list[str] = Field(default_factory=list)
+    """Result-level messages (why a grade is inconclusive, why a patch was refused)."""
+    profile: str = "default"
+    dimensions: dict[str, float | None] = Field(default_factory=dict)
+    """Dimension scores from the profile; ``None`` where evidence is missing."""
+    environment: EnvironmentFingerprint | None = None
+    gradeflow_version: str = ""
+    timings: dict[str, float] = Field(default_factory=dict)
+    """Seconds spent in each step."""
+
+    def component(self, name: str) -> GradeComponent:
+        """The component called ``name``; ``KeyError`` when the grade has none."""
+        for component in self.components:
+            if component.name == name:
+                return component
+        raise KeyError(f"no component named {name!r} (have: {', '.join(c.name for c in self.components)})")
+
+    def summary(self) -> str:
+        """One line, e.g. ``PASS 1.000 (constraints=1.00✓(gate), tests=1.00✓)``."""
+        if self.status == "inconclusive":
+            return f"INCONCLUSIVE ({', '.join(self.reason_codes) or 'unknown'})"
+        head = "PASS" if self.passed else "FAIL"
+        parts = ", ".join(c.short() for c in self.components)
+        return f"{head} {self.score or 0.0:.3f} ({parts})"
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code: 0 passed, 1 graded and not passed, 3 inconclusive."""
+        if self.status == "inconclusive":
+            return 3
+        return 0 if self.passed else 1
+
+    @model_serializer(mode="wrap")
+    def _with_summary(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data["summary"] = self.summary()
+        return data

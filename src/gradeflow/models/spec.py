@@ -1,0 +1,334 @@
+"""The task spec (what to grade against) and the submission (what is graded): frozen, unknown keys rejected."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import re2
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "ConstraintsSpec",
+    "CustomGraderSpec",
+    "Decision",
+    "EnvironmentSpec",
+    "GradingSpec",
+    "PerfSpec",
+    "QualitySpec",
+    "RequiredPattern",
+    "ReviewSpec",
+    "Role",
+    "Status",
+    "Submission",
+    "TaskSpec",
+    "TaskType",
+    "TestsSpec",
+]
+
+TaskType = Literal["bugfix", "feature", "refactor", "perf"]
+Role = Literal["objective", "gate"]
+Status = Literal["graded", "inconclusive"]
+Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inconclusive"]
+
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmg]?)b?$", re.IGNORECASE)
+MAX_TIMEOUT = 86_400
+"""The longest command timeout a task spec may set, in seconds (a day)."""
+
+
+def _resolve(value: str | None, info: ValidationInfo) -> str | None:
+    """Resolve a relative path against the task file's folder (passed as validation context)."""
+    if value is None or _URL.match(value):
+        return value
+    base = (info.context or {}).get("base_dir")
+    path = Path(value).expanduser()
+    if base is not None and not path.is_absolute():
+        path = Path(base) / path
+    return str(path.resolve()) if base is not None else value
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequiredPattern(_Spec):
+    """A regular expression that must match somewhere in one file of the graded workspace."""
+
+    path: str
+    """File path relative to the repository root."""
+    pattern: str
+    """Regular expression searched in the whole file, ``^``/``$`` at each line (see the constraints task for
+    the engine: google-re2 where it reads the pattern the way Python's ``re`` would, else ``re`` with a time bound)."""
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        _check_regex(value)
+        return value
+
+
+def _check_regex(value: str) -> None:
+    """A pattern must compile in google-re2 or in Python's ``re``; the constraints task picks the engine."""
+    quiet = re2.Options()
+    quiet.log_errors = False
+    try:
+        re2.compile(value, quiet)
+        return
+    except re2.error:
+        pass
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {value!r}: {exc}; neither re2 nor re compiles it") from None
+
+
+class TestsSpec(_Spec):
+    """How the acceptance tests are run and which test ids decide the grade."""
+
+    __test__ = False  # not a pytest test class
+
+    command: str
+    """Shell command run from the repository root; ``{junit}`` is replaced by a path outside the repository."""
+    fail_to_pass: list[str] = Field(default_factory=list)
+    """Tests that fail on the base and must pass after the patch (pytest node ids or ``classname::name``)."""
+    pass_to_pass: list[str] = Field(default_factory=list)
+    """Tests that pass on the base and must keep passing."""
+    hidden: str | None = None
+    """Folder copied over the repository root for the test run only, then removed."""
+    partial_credit: bool = True
+    """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
+    require_all_pass_to_pass: bool = False
+    """When on, one broken pass_to_pass test scores 0; otherwise the score shrinks by the broken share."""
+    timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
+    """Seconds before the whole test command (and every process it started) is killed (at most a day)."""
+    quarantine: list[str] = Field(default_factory=list)
+    """Known-flaky test ids: their outcomes are reported but never scored."""
+    test_files: list[str] = Field(default_factory=lambda: ["**/test_*.py", "**/*_test.py", "**/conftest.py"])
+    """Globs of test files: the ones a patch adds or changes are its own tests (the test evidence)."""
+    evidence_command: str | None = None
+    """Runs only the patch's own tests: ``{junit}`` and ``{tests}`` (their pytest node ids, shell-quoted)
+    are replaced; when omitted, ``command`` with the node ids appended."""
+    infrastructure: list[str] = Field(default_factory=list)
+    """Globs of more test infrastructure, sealed to the base like the documented default set
+    (test configuration and code loaders, see the README): reset for every run, an edit is a gate failure."""
+    infrastructure_editable: list[str] = Field(default_factory=list)
+    """Globs of test infrastructure this task's patch may change (a pytest plugin project's own config):
+    neither reset nor a gate failure."""
+    publish_hidden_details: bool = False
+    """With hidden tests, the published result says passed/failed per declared test id and nothing else
+    about the run (exit code, counts, durations, messages); on, everything is published as without them."""
+
+    @field_validator("command")
+    @classmethod
+    def _has_junit(cls, value: str) -> str:
+        if "{junit}" not in value:
+            raise ValueError("tests.command must contain the placeholder {junit} (where the JUnit XML goes)")
+        return value
+
+    _resolve_hidden = field_validator("hidden")(_resolve)
+
+
+class ConstraintsSpec(_Spec):
+    """Rules the diff must respect; each declared rule is one check of the constraints gate."""
+
+    protected: list[str] = Field(default_factory=list)
+    """Extra protected globs; files named by the test ids are always protected."""
+    allowed_files: list[str] | None = None
+    """When set, every changed file must match one of these globs."""
+    max_files_changed: int | None = Field(default=None, ge=0)
+    max_lines_changed: int | None = Field(default=None, ge=0)
+    """Added plus removed lines."""
+    forbidden_patterns: list[str] = Field(default_factory=list)
+    """Regexes that must not match any added line of a changed file."""
+    required_patterns: list[RequiredPattern] = Field(default_factory=list)
+    allow_new_tests: bool = False
+    """When on, a test file the patch adds (``tests.test_files``) breaks neither ``protected`` nor
+    ``allowed_files``; it is still removed before the acceptance run."""
+
+    @field_validator("forbidden_patterns")
+    @classmethod
+    def _compile_all(cls, values: list[str]) -> list[str]:
+        for value in values:
+            _check_regex(value)
+        return values
+
+
+class QualitySpec(_Spec):
+    """Per-function limits measured on the graded workspace."""
+
+    paths: list[str] = Field(default_factory=lambda: ["**/*.py"])
+    """Globs of the Python files measured, relative to the repository root."""
+    max_function_length: int | None = Field(default=None, gt=0)
+    """Lines from ``def`` to the last line of the body."""
+    max_cyclomatic_complexity: int | None = Field(default=None, gt=0)
+
+
+class PerfSpec(_Spec):
+    """A benchmark compared between the pristine base and the candidate."""
+
+    command: str
+    timing: Literal["wall", "reported"] = "wall"
+    """``wall``: timed from outside the process; ``reported``: the last stdout line ``{"seconds": x}``."""
+    runs: int = Field(default=5, ge=1, le=100)
+    """Interleaved baseline/candidate pairs; the minimum of each side is compared."""
+    noise_floor: float = Field(default=1.15, gt=1.0)
+    min_speedup: float = Field(default=4.0, gt=1.0)
+    timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
+    """Seconds allowed for one benchmark run (at most a day)."""
+    check: str | None = None
+    """A command run after each timed run, in the same sandbox; a non-zero exit is ``perf-output-mismatch``."""
+    compare_output: bool = False
+    """Each run's stdout (its ``{"seconds": x}`` line excluded) must hash like the base's, or ``perf-output-mismatch``.
+
+    Only stdout up to 64 KiB can be compared; for more, use ``check``."""
+    sealed: list[str] = Field(default_factory=list)
+    """Globs of benchmark files reset to the base, besides the files ``command`` and ``check`` name."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> PerfSpec:
+        if self.min_speedup <= self.noise_floor:
+            raise ValueError("perf.min_speedup must be greater than perf.noise_floor")
+        return self
+
+
+class GradingSpec(_Spec):
+    """How components combine into one score."""
+
+    profile: str = "default"
+    """A profile shipped in ``gradeflow/profiles/`` or a path to a profile YAML file."""
+    weights: dict[str, Annotated[float, Field(ge=0, allow_inf_nan=False)]] = Field(default_factory=dict)
+    """Weights of objective components by name (finite, at least 0, not all 0); unlisted objectives weigh 1."""
+    pass_threshold: float | None = Field(default=None, ge=0, le=1)
+    """Minimum score to pass; the profile's value when omitted."""
+
+    @field_validator("weights")
+    @classmethod
+    def _positive_sum(cls, value: dict[str, float]) -> dict[str, float]:
+        if value and sum(value.values()) <= 0:
+            raise ValueError("the weights sum to 0, so nothing would be scored")
+        return value
+
+    @field_validator("profile")
+    @classmethod
+    def _resolve_profile(cls, value: str, info: ValidationInfo) -> str:
+        if "/" in value or value.endswith((".yaml", ".yml")):
+            return _resolve(value, info) or value
+        return value
+
+
+class ReviewSpec(_Spec):
+    """What a reviewer expects the patch to touch (reviewability evidence, never a gate)."""
+
+    expected_files: list[str] | None = None
+    """Globs of the files the change belongs in; when omitted, ``constraints.allowed_files``."""
+
+
+class CustomGraderSpec(_Spec):
+    """A user grader loaded from an importable ``module:Class``."""
+
+    use: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    weight: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    role: Role = "objective"
+
+
+class EnvironmentSpec(_Spec):
+    """Where commands run."""
+
+    sandbox: Literal["local", "docker"] = "local"
+    image: str | None = None
+    """Docker image (``NAME[:TAG]`` or ``NAME@sha256:...``), for the docker sandbox."""
+    network: bool = False
+    memory: str = "2g"
+    """Memory limit, a size like ``512m`` or ``2g`` (from 6m, the engine's minimum, to 1024g)."""
+    cpus: float = Field(default=1.0, ge=0.01, le=1024)
+    """CPUs (0.01 or more); preflight also refuses more than the docker engine has."""
+    pids: int = Field(default=256, gt=0, le=4_194_304)
+    """Processes at once (at most 4194304, the kernel's own limit)."""
+    user: str = "1000:1000"
+    disk: str | None = None
+    """Writable space in the docker sandbox (the repository copy, ``/tmp``, ``HOME``, reports): a size like
+    ``512m``, below ``memory`` (its tmpfs pages are memory). Default: 1 GiB, or half of ``memory`` when
+    that is less. A command that fills it is graded 0 with ``disk-limit-exceeded``."""
+
+    @field_validator("memory", "disk")
+    @classmethod
+    def _bounded_size(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        size = _SIZE.match(value.strip())
+        if size is None:
+            raise ValueError(f"{value!r} is not a size like '512m' or '2g'")
+        unit = 1024 ** "bkmg".index((size.group(2) or "b").lower())
+        if not 6 * 1024**2 <= float(size.group(1)) * unit <= 1024**4:
+            raise ValueError(f"{value!r} is outside 6m..1024g")
+        return value
+
+
+class TaskSpec(_Spec):
+    """One grading task: a repository at a pinned base revision plus its acceptance checks."""
+
+    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Short stable identifier (letters, digits, ``.``, ``_``, ``-``)."""
+    type: TaskType
+    repo: str
+    """A git repository (path or URL), a plain folder, or a ``.tar.gz``; relative to the task file."""
+    base_revision: str | None = None
+    """Commit of a git repository; omitted for a folder or archive, whose content hash stands in."""
+    setup: str | None = None
+    """Command run in the sandbox before the tests, e.g. ``pip install -e .``."""
+    env: dict[str, SecretStr] = Field(default_factory=dict)
+    """Variables the candidate's commands may see; nothing else from the grader's environment leaks in."""
+    tests: TestsSpec
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    quality: QualitySpec | None = None
+    perf: PerfSpec | None = None
+    grading: GradingSpec = Field(default_factory=GradingSpec)
+    graders: list[CustomGraderSpec] = Field(default_factory=list)
+    environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    review: ReviewSpec = Field(default_factory=ReviewSpec)
+
+    _resolve_repo = field_validator("repo")(_resolve)
+
+    def candidate_env(self) -> dict[str, str]:
+        """The task's ``env`` with its values revealed, for the sandbox only."""
+        return {name: value.get_secret_value() for name, value in self.env.items()}
+
+    def spec_hash(self) -> str:
+        """A stable hash of the spec's content (paths and ``env`` values included), for cache and content keys.
+
+        ``env`` values are masked when the spec is serialized (so Prefect never stores them); their
+        hashes stand in here so that changing a value still changes the hash.
+        """
+        data = self.model_dump(mode="json")
+        data["env"] = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in self.candidate_env().items()}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+class Submission(BaseModel):
+    """What an agent handed in: a checkout or a unified diff (exactly one)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    submission_id: str = Field(default="submission", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    workspace: Path | None = None
+    """The agent's modified checkout; the patch is its difference from the base."""
+    patch: str | None = None
+    """The unified diff text."""
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Submission:
+        if (self.workspace is None) == (self.patch is None):
+            raise ValueError("a submission is either a workspace or a patch, exactly one")
+        return self

@@ -1,0 +1,110 @@
+"""The reason-code registry: every code the grade path writes is registered, profiles are checked against it."""
+
+from __future__ import annotations
+
+import ast
+import re
+import typing
+from pathlib import Path
+
+import pytest
+
+import gradeflow
+from gradeflow.errors import BaselineBroken, GitFailed, InfraError, SandboxBroken, SandboxUnavailable
+from gradeflow.models import Decision
+from gradeflow.models.evidence import TamperKind
+from gradeflow.models.reasons import BUILTIN_REASON_CODES, unknown_reason_codes
+from gradeflow.profiles import available_profiles, load_profile
+from gradeflow.tasks._git import git
+from gradeflow.tasks._retry import retry_on_infra
+
+PACKAGE = Path(gradeflow.__file__).resolve().parent
+KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
+# Kebab-case strings in the grade path that are not reason codes: Prefect task and flow names, git
+# subcommands, encodings, folder prefixes, docker options, decisions and tamper-finding kinds.
+NOT_CODES = {
+    "check-ignore",
+    "rev-parse",
+    "docker-container-not-removed",
+    "evaluate-suite",
+    "grade-and-record",
+    "grade-submission",
+    "pin-base",
+    "probe-sandbox",
+    "repeat-tests",
+    "validate-task",
+    "warm-baseline",
+    "gradeflow-docker-exec",
+    "gradeflow-docker-put",
+    "gradeflow-local-output",
+    "hidden-backup",
+    "no-new-privileges",
+    "test-evidence",
+    "test-infrastructure",
+    "latin-1",
+    "utf-8",
+    "utf-16",
+    "utf-16-be",
+    "utf-16-le",
+    *typing.get_args(Decision),
+    *typing.get_args(TamperKind),
+}
+
+
+def _kebab_literals() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for part in ("graders", "tasks", "flows", "sandbox", "errors.py"):
+        paths = (PACKAGE / part).rglob("*.py") if (PACKAGE / part).is_dir() else [PACKAGE / part]
+        for path in paths:
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) and KEBAB.match(node.value):
+                    found.setdefault(node.value, str(path.relative_to(PACKAGE)))
+    return found
+
+
+def test_every_code_the_grade_path_writes_is_registered() -> None:
+    unregistered = {code: where for code, where in _kebab_literals().items() if code not in BUILTIN_REASON_CODES}
+    unexplained = {code: where for code, where in unregistered.items() if code not in NOT_CODES}
+    assert not unexplained, f"register these in models/reasons.py (or list them as NOT_CODES): {unexplained}"
+
+
+def test_every_error_code_is_registered() -> None:
+    classes = [SandboxUnavailable, SandboxBroken, BaselineBroken, GitFailed, InfraError]
+    assert not unknown_reason_codes(c.reason_code for c in classes)
+
+
+@pytest.mark.parametrize("name", available_profiles())
+def test_shipped_profiles_name_only_known_codes(name: str) -> None:
+    assert not unknown_reason_codes(load_profile(name).hard_gates)
+
+
+class _State:
+    def __init__(self, exc: BaseException | None) -> None:
+        self.exc = exc
+
+    def result(self) -> None:
+        if self.exc is not None:
+            raise self.exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "retried"),
+    [
+        (SandboxUnavailable("engine gone"), True),
+        (GitFailed("git index.lock"), True),
+        (InfraError("flaky disk"), True),
+        (SandboxBroken("fork bomb"), False),
+        (BaselineBroken("base does not build"), False),
+        (ValueError("a bug"), False),
+        (None, False),
+    ],
+)
+def test_the_retry_policy_follows_the_errors_contract(exc: BaseException | None, retried: bool) -> None:
+    assert retry_on_infra(None, None, _State(exc)) is retried
+
+
+def test_a_git_failure_has_its_own_reason_code(tmp_path: Path) -> None:
+    with pytest.raises(GitFailed) as caught:
+        git(tmp_path, "rev-parse", "--verify", "no-such-revision")
+    assert caught.value.reason_code == "git-failed"
+    assert "rev-parse" in str(caught.value) and "\n" not in str(caught.value)
