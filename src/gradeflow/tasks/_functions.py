@@ -7,6 +7,8 @@ function is touched together with the function around it.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from gradeflow.models.evidence import FunctionChange, FunctionMetrics, TouchedLines
 from gradeflow.tasks._diff import file_diffs
 
@@ -16,8 +18,15 @@ __all__ = ["selected_test_ids", "touched_functions", "touched_lines"]
 def touched_lines(patch: str) -> dict[str, TouchedLines]:
     """Per path after the patch, the lines it adds and removes; ``{}`` when the diff cannot be read.
 
-    Paths are the real file names (git's quoting undone), as in the snapshot's list of changes.
+    Paths are the real file names (git's quoting undone), as in the snapshot's list of changes. The
+    diff is parsed once per patch: the steps that ask for it (tamper scan, test evidence, reviewability)
+    share the parse, so callers must not change what they get.
     """
+    return dict(_parsed(patch))
+
+
+@lru_cache(maxsize=4)
+def _parsed(patch: str) -> tuple[tuple[str, TouchedLines], ...]:
     found: dict[str, TouchedLines] = {}
     for changed in file_diffs(patch.encode("utf-8", errors="surrogateescape")):
         if changed.path is None:
@@ -27,7 +36,7 @@ def touched_lines(patch: str) -> dict[str, TouchedLines]:
             added={number for number, _ in changed.added},
             removed=set(changed.removed),
         )
-    return found
+    return tuple(found.items())
 
 
 def _spans(function: FunctionMetrics, numbers: set[int]) -> bool:
