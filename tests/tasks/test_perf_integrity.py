@@ -227,8 +227,9 @@ def grade_perf(tmp_path: Path, prefect: None) -> Callable[..., GradeComponent]:
 def test_an_honest_2x_patch_scores_the_formula(grade_perf: Callable[..., GradeComponent]) -> None:
     perf = steady_honest_grade(lambda: grade_perf(HONEST, runs=10))
     assert_honest_2x(perf)
+    # The wall speed-up is shown beside the reported one (start-up time makes it smaller).
     wall = perf.details["wall_speedup"]
-    assert isinstance(wall, float) and 1.2 < wall <= perf.details["speedup"]
+    assert isinstance(wall, float) and wall <= perf.details["speedup"] * 1.1
 
 
 @pytest.mark.slow
@@ -255,7 +256,7 @@ def test_the_forged_and_the_wall_figures_are_both_shown(grade_perf: Callable[...
     assert perf.reason_codes == ["perf-output-mismatch", "perf-timing-implausible"]
     assert isinstance(perf.details["wall_speedup"], float) and perf.details["wall_speedup"] < 2
     assert perf.details["speedup"] > 1000
-    assert any("more than 2 times the wall speed-up" in m for m in perf.messages)
+    assert any("more outside their reported time than the base's" in m for m in perf.messages)
 
 
 @pytest.mark.slow

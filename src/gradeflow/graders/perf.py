@@ -12,9 +12,12 @@ Non-finite or non-positive timings, and a candidate whose benchmark fails, score
 - ``perf-output-mismatch``: a run's output failed ``perf.check`` or hashed unlike the base's
   (``perf.compare_output``).
 - ``perf-timing-implausible`` (``timing: reported``): a reported figure is non-finite or not positive,
-  larger than the wall time of its own process (:data:`WALL_SLACK` of slack), or the reported speed-up
-  is more than :data:`MAX_REPORTED_OVER_WALL` times the wall speed-up of the same runs. Both speed-ups
-  are shown. The bound assumes the timed region is most of the process's wall time.
+  larger than the wall time of its own process (:data:`WALL_SLACK` of slack), or the candidate's
+  processes spend more unreported time than the base's: the least wall-minus-reported time of a
+  candidate run exceeds the base's by more than :data:`MAX_UNREPORTED_GROWTH` of the base's reported
+  time. A benchmark that forges a small figure leaves its real time unreported, so its unreported time
+  grows by what it hides; an honest one's does not, however much start-up time the process has
+  (the least over the runs filters the machine's noise). Both speed-ups are shown.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, PerfSpec
 from gradeflow.models.evidence import PerfEvidence
 
-__all__ = ["MAX_REPORTED_OVER_WALL", "WALL_SLACK", "PerfGrader", "perf_score", "slower_than_reported"]
+__all__ = ["MAX_UNREPORTED_GROWTH", "WALL_SLACK", "PerfGrader", "perf_score", "slower_than_reported"]
 
-MAX_REPORTED_OVER_WALL = 2.0
-"""A reported speed-up may be at most this many times the wall speed-up of the same runs."""
+MAX_UNREPORTED_GROWTH = 0.5
+"""How much more unreported time a candidate run may have than a base run, as a share of the base's
+reported time: a forger can claim at most this much of the base's time away (2x) without being caught."""
 WALL_SLACK = 0.001
 """Seconds a reported figure may exceed its process's wall time (rounding), never more."""
 
@@ -60,13 +64,21 @@ def _implausible(evidence: PerfEvidence, details: dict[str, object]) -> list[str
         wall = min(evidence.baseline_wall) / min(evidence.candidate_wall)
         details["wall_speedup"] = round(wall, 4)
         if _usable(evidence.baseline) and _usable(evidence.candidate):
-            reported = min(evidence.baseline) / min(evidence.candidate)
-            if reported > MAX_REPORTED_OVER_WALL * wall:
-                why.append(
-                    f"the reported speed-up {reported:.2f}x is more than {MAX_REPORTED_OVER_WALL:g} times "
-                    f"the wall speed-up {wall:.2f}x of the same runs"
-                )
+            why += _unreported_growth(evidence)
     return why
+
+
+def _unreported_growth(evidence: PerfEvidence) -> list[str]:
+    """A message when the candidate's runs leave much more of their wall time unreported than the base's."""
+    base = min(w - r for w, r in zip(evidence.baseline_wall, evidence.baseline, strict=False))
+    candidate = min(w - r for w, r in zip(evidence.candidate_wall, evidence.candidate, strict=False))
+    allowed = MAX_UNREPORTED_GROWTH * min(evidence.baseline)
+    if candidate - base <= allowed:
+        return []
+    return [
+        f"the candidate's runs spent {candidate - base:.3f} s more outside their reported time than the base's, "
+        f"more than {MAX_UNREPORTED_GROWTH:.0%} of the base's reported {min(evidence.baseline):.3f} s"
+    ]
 
 
 def _integrity(spec: PerfSpec, evidence: PerfEvidence, details: dict[str, object]) -> tuple[list[str], list[str]]:
