@@ -9,7 +9,8 @@
     │   ├── PathEscape             the diff or checkout reaches outside the repository
     │   └── UnsupportedFileType    the checkout holds a file the grader cannot copy (a FIFO, a link loop)
     └── InfraError                 the environment failed, not the patch: inconclusive (``retryable`` ones
-        │                          are retried first by the Prefect tasks, see ``tasks/_retry.py``)
+        │                          are retried first by the Prefect tasks, see ``tasks/_retry.py``;
+    │                          a plain ``InfraError`` is not)
         ├── SandboxUnavailable     the sandbox could not start or run a command (retried)
         ├── SandboxBroken          a command left its sandbox unusable (not retried: it would break again)
         ├── GitFailed              git failed on the grader's side: ``git-failed`` (retried)
@@ -79,7 +80,7 @@ class InfraError(GradeflowError):
 
     exit_code = 3
     reason_code: str = "sandbox-unavailable"
-    retryable: bool = True
+    retryable: bool = False
     """Whether running the same step again may succeed (a transient failure), so the task retries it."""
 
     def __init__(self, message: str, *, reason_code: str | None = None) -> None:
@@ -92,6 +93,7 @@ class SandboxUnavailable(InfraError):
     """The sandbox could not be created or could not run a command."""
 
     reason_code = "sandbox-unavailable"
+    retryable = True
 
 
 class SandboxBroken(InfraError):
@@ -109,10 +111,10 @@ class GitFailed(InfraError):
     """git, run by the grader on its own copies, failed or could not start."""
 
     reason_code = "git-failed"
+    retryable = True
 
 
 class BaselineBroken(InfraError):
     """The pristine base cannot be materialized, set up, or yields no test report: the same again next time."""
 
     reason_code = "baseline-broken"
-    retryable = False

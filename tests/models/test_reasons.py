@@ -92,7 +92,7 @@ class _State:
     [
         (SandboxUnavailable("engine gone"), True),
         (GitFailed("git index.lock"), True),
-        (InfraError("flaky disk"), True),
+        (InfraError("the base wrote no report", reason_code="baseline-broken"), False),
         (SandboxBroken("fork bomb"), False),
         (BaselineBroken("base does not build"), False),
         (ValueError("a bug"), False),

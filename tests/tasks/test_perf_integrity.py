@@ -255,7 +255,7 @@ def test_the_forged_and_the_wall_figures_are_both_shown(grade_perf: Callable[...
     assert perf.details["candidate"] == [0.0001]
     assert perf.reason_codes == ["perf-output-mismatch", "perf-timing-implausible"]
     assert isinstance(perf.details["wall_speedup"], float) and perf.details["wall_speedup"] < 2
-    assert perf.details["speedup"] > 1000
+    assert perf.details["speedup"] > 100  # 0.0001 s against the base's ~0.1 s
     assert any("more outside their reported time than the base's" in m for m in perf.messages)
 
 
