@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from pydantic import ValidationError
 
 from gradeflow.errors import SpecError
-from gradeflow.flows.session import open_session
+from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
@@ -60,7 +59,7 @@ def grade(
     submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
     session = open_session(spec, sandbox, profile)
     # One flow per grade: Prefect's heartbeat thread would add about a second to each.
-    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_runs_without_heartbeat():
         result = grade_submission(spec, submission, sandbox=session.factory, profile=session.profile, base=session.base)
     assert isinstance(result, GradeResult)
     return withhold_hidden_timings(spec, result)

@@ -141,15 +141,15 @@ def _describe(result: GradeResult) -> str:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     from gradeflow.api import load_task, make_submission, open_session
+    from gradeflow.flows.session import flow_runs_without_heartbeat
     from gradeflow.flows.validate import validate_task
 
     task = load_task(args.task)
     session = open_session(task, args.sandbox, args.profile)
     reference = make_submission(patch=args.reference).patch if args.reference else None
-    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_runs_without_heartbeat():
         report = validate_task(task, reference, session.factory, session.profile, args.repeat, base=session.base)
     if args.json:
         print(report.model_dump_json(indent=2))

@@ -15,7 +15,6 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture, as_completed
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
 
@@ -25,7 +24,7 @@ from gradeflow.evaluation.progress import Progress
 from gradeflow.evaluation.records import PlannedGrade, record_for
 from gradeflow.evaluation.suite import Suite, content_key, patch_hash
 from gradeflow.flows.grade import grade_submission
-from gradeflow.flows.session import factory_for, open_session, prepare_base
+from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks.environment import pin_base
@@ -152,7 +151,7 @@ def evaluate(
 
         runner = DaskTaskRunner(address=dask_address)
     # Each grade is its own flow run: the heartbeat thread would add about a second to every one.
-    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+    with flow_runs_without_heartbeat():
         result = evaluate_suite.with_options(task_runner=runner)(suite, ledger, profile, sandbox, show_progress)
     assert isinstance(result, Evaluation)
     return result

@@ -12,8 +12,11 @@ pristine baseline inside a flow.
 from __future__ import annotations
 
 import tarfile
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from gradeflow.errors import SpecError
 from gradeflow.graders.composite import load_custom_grader
@@ -25,7 +28,7 @@ from gradeflow.tasks.baseline import Baseline, prepare_baseline
 from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.repo import BaseRef, resolve_base
 
-__all__ = ["Session", "factory_for", "open_session", "prepare_base", "profile_for"]
+__all__ = ["Session", "factory_for", "flow_runs_without_heartbeat", "open_session", "prepare_base", "profile_for"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,11 @@ class Session:
     factory: SandboxFactory
     profile: Profile
     base: BaseRef
+
+
+def flow_runs_without_heartbeat() -> AbstractContextManager[object]:
+    """Settings for many short flow runs: Prefect's heartbeat thread would add about a second to each."""
+    return temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
 def factory_for(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> SandboxFactory:

@@ -18,13 +18,12 @@ from prefect import flow, get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.concurrency.sync import concurrency
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.states import State
 
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.grade import grade_submission
-from gradeflow.flows.session import Session, open_session
+from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.graders.withheld import withhold_hidden_timings
 from gradeflow.models import GradeResult, Submission
 from gradeflow.service.params import EvaluateRequest, GradeRequest
@@ -112,7 +111,6 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
     link artifact to the HTML report; returns the graded, skipped and failed counts."""
     from gradeflow.evaluation.suite import load_suite
     from gradeflow.flows.evaluate import evaluate_suite, plan_suite
-    from gradeflow.flows.session import open_session
 
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
@@ -121,7 +119,7 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
     keys = {planned.key for planned in plan_suite(suite, request.profile)}
     try:
         # Each grade is its own subflow run: the heartbeat thread would add about a second to each.
-        with suite_progress(ledger, keys), temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        with suite_progress(ledger, keys), flow_runs_without_heartbeat():
             outcome = evaluate_suite.with_options(task_runner=task_runner(request))(
                 suite, ledger, request.profile, request.sandbox, False
             )
