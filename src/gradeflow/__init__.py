@@ -5,9 +5,42 @@ import os as _os
 # Prefect's server would otherwise try to send telemetry (no network here; it also locks SQLite).
 _os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from gradeflow.api import grade, load_task
-from gradeflow.errors import GradeflowError, InfraError, SpecError, SubmissionError
-from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+if _TYPE_CHECKING:
+    from gradeflow.api import grade, load_task
+    from gradeflow.errors import GradeflowError, InfraError, SpecError, SubmissionError
+    from gradeflow.models import GradeComponent, GradeResult, Submission, TaskSpec
+
+# Imported on first use, so commands that run no flow (``--help``, ``schema``, ``report``) never
+# pay for importing Prefect.
+_EXPORTS = {
+    "grade": "gradeflow.api",
+    "load_task": "gradeflow.spec",
+    "GradeflowError": "gradeflow.errors",
+    "InfraError": "gradeflow.errors",
+    "SpecError": "gradeflow.errors",
+    "SubmissionError": "gradeflow.errors",
+    "GradeComponent": "gradeflow.models",
+    "GradeResult": "gradeflow.models",
+    "Submission": "gradeflow.models",
+    "TaskSpec": "gradeflow.models",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'gradeflow' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "GradeComponent",

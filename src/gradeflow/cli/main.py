@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
+from gradeflow.config import gradeflow_version
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
@@ -23,6 +24,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradeflow", description="Grade coding-agent patches.")
+    parser.add_argument("--version", action="version", version=f"gradeflow {gradeflow_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     grade = sub.add_parser("grade", help="grade one submission")
     grade.add_argument("task", help="path to task.yaml")
