@@ -140,6 +140,11 @@ def get_logger(name: str = "gradeflow") -> Any:
 
 
 def quiet_prefect() -> None:
-    """Keep Prefect's console chatter to warnings so the CLI's own output stays readable."""
+    """Keep Prefect's console chatter to warnings so the CLI's own output stays readable.
+
+    Prefect configures its loggers from ``PREFECT_LOGGING_LEVEL`` when it is imported (after this runs,
+    in the commands that grade), so the setting is given too, unless the user chose a level.
+    """
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     for name in ("prefect", "prefect.flow_runs", "prefect.task_runs", "prefect.server", "httpx", "uvicorn"):
         logging.getLogger(name).setLevel(logging.WARNING)
