@@ -13,11 +13,15 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 @pytest.fixture(scope="session", autouse=True)
 def gradeflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Baselines cached by the tests stay in a temporary folder."""
+    """Baselines cached by the tests, and the local Prefect server CLI calls start, stay in a temporary folder."""
     home = tmp_path_factory.mktemp("gradeflow-home")
     previous = os.environ.get("GRADEFLOW_HOME")
     os.environ["GRADEFLOW_HOME"] = str(home)
     yield home
+    # One-shot CLI calls in the tests (in-process or not) share this home's local Prefect server.
+    from gradeflow.service.local_server import stop_server
+
+    stop_server()
     if previous is None:
         os.environ.pop("GRADEFLOW_HOME", None)
     else:

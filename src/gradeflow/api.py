@@ -7,12 +7,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gradeflow.errors import SpecError
-from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
+from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
 
-__all__ = ["grade", "load_task", "make_submission", "open_session"]
+__all__ = ["grade", "grade_in", "load_task", "make_submission", "open_session"]
 
 
 def make_submission(
@@ -51,14 +51,22 @@ def grade(
     sandbox: str | SandboxFactory | None = None,
     profile: str | None = None,
 ) -> GradeResult:
-    """Grade one submission through the ``grade-submission`` flow and return its result."""
+    """Grade one submission through the ``grade-submission`` flow and return its result.
+
+    Bad input (the task spec, the submission, the profile, the sandbox settings) raises ``SpecError``
+    before any flow runs.
+    """
+    spec = task if isinstance(task, TaskSpec) else load_task(task)
+    submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
+    return grade_in(open_session(spec, sandbox, profile), submission)
+
+
+def grade_in(session: Session, submission: Submission) -> GradeResult:
+    """Grade ``submission`` in an opened session (what :func:`grade` does once its input is checked)."""
     from gradeflow.flows.grade import grade_submission
     from gradeflow.graders.withheld import withhold_hidden_timings
 
-    spec = task if isinstance(task, TaskSpec) else load_task(task)
-    submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
-    session = open_session(spec, sandbox, profile)
-    # One flow per grade: Prefect's heartbeat thread would add about a second to each.
+    spec = session.task_spec
     with flow_runs_without_heartbeat():
         result = grade_submission(spec, submission, sandbox=session.factory, profile=session.profile, base=session.base)
     assert isinstance(result, GradeResult)

@@ -57,13 +57,13 @@ def test_the_package_exports_still_resolve_lazily() -> None:
 
 
 @pytest.mark.slow
-def test_a_one_shot_grade_prints_no_prefect_chatter(tmp_path: Path) -> None:
+def test_a_one_shot_grade_prints_no_prefect_chatter() -> None:
     calc = Path(__file__).resolve().parents[2] / "examples" / "calc"
+    # The session's GRADEFLOW_HOME: its local Prefect server is stopped when the session ends.
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_LOGGING_LEVEL", "PREFECT_API_URL")}
-    env["GRADEFLOW_HOME"] = str(tmp_path)
     command = [sys.executable, "-m", "gradeflow.cli", "grade", str(calc / "task.yaml"), "--patch"]
     done = subprocess.run(
         [*command, str(calc / "reference.diff")], capture_output=True, text=True, timeout=300, env=env
     )
     assert done.returncode == 0 and done.stdout.startswith("PASS 1.000"), done.stderr
-    assert "INFO" not in done.stderr and "Finished in state" not in done.stderr, done.stderr
+    assert " INFO " not in done.stderr and "Finished in state" not in done.stderr, done.stderr

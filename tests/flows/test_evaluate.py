@@ -250,6 +250,7 @@ def test_killed_evaluation_resumes_without_duplicates_or_losses(tmp_path: Path) 
         "--concurrency",
         "2",
         "--no-progress",
+        "--ephemeral",  # a server this call starts for itself, so the kill below takes it down too
     ]
     log = (tmp_path / "first-run.log").open("w")
     proc = subprocess.Popen(command, env=env, stdout=log, stderr=log, start_new_session=True)

@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.config import gradeflow_version
@@ -20,6 +21,8 @@ from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
 
 __all__ = ["main"]
+
+EPHEMERAL_HELP = "use a temporary Prefect server for this call only, not the reused local one"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     for p in (grade, validate := sub.add_parser("validate", help="check a task spec against its base")):
         p.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
         p.add_argument("--profile", help="a shipped profile name or a profile YAML file")
+        p.add_argument("--ephemeral", action="store_true", help=EPHEMERAL_HELP)
     validate.add_argument("task", help="path to task.yaml")
     validate.add_argument("--reference", help="a reference patch that must pass")
     validate.add_argument("--json", action="store_true")
@@ -51,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("profiles", help="list the shipped grading profiles")
     add_suite_commands(sub)
     add_service_commands(sub)
+    add_server_commands(sub)
     return parser
 
 
@@ -95,22 +100,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_suite_command(args)
     if args.command in SERVICE_COMMANDS:
         return run_service_command(args)
+    if args.command in SERVER_COMMANDS:
+        return run_server_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from gradeflow.api import grade
+    from gradeflow.api import grade_in, load_task, make_submission, open_session
 
-    result = grade(
-        args.task,
-        patch=args.patch,
-        workspace=args.workspace,
-        submission_id=args.submission_id,
-        sandbox=args.sandbox,
-        profile=args.profile,
-    )
+    task = load_task(args.task)
+    submission = make_submission(patch=args.patch, workspace=args.workspace, submission_id=args.submission_id)
+    session = open_session(task, args.sandbox, args.profile)
+    choose_server(args.ephemeral)
+    result = grade_in(session, submission)
     payload = result.model_dump_json(indent=2)
     if args.out:
         _write(Path(args.out), payload)
@@ -151,6 +155,7 @@ def _validate(args: argparse.Namespace) -> int:
     task = load_task(args.task)
     session = open_session(task, args.sandbox, args.profile)
     reference = make_submission(patch=args.reference).patch if args.reference else None
+    choose_server(args.ephemeral)
     with flow_runs_without_heartbeat():
         report = validate_task(task, reference, session.factory, session.profile, args.repeat, base=session.base)
     if args.json:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.suite import Suite
 
@@ -41,6 +42,7 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     evaluate.add_argument("--swebench-report", help="also write a SWE-bench-style summary JSON here")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     evaluate.add_argument("--json", action="store_true", help="print the run's counts as JSON")
+    evaluate.add_argument("--ephemeral", action="store_true", help="use a temporary Prefect server for this call only")
     report = sub.add_parser("report", help="statistics of the ledger per configuration and task")
     report.add_argument("--ledger", help="database URL or SQLite file")
     report.add_argument(
@@ -87,6 +89,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise SpecError(f"--concurrency: must be at least 1, got {args.concurrency}")
     suite = _load(args)
+    choose_server(args.ephemeral, args.dask_address)
     ledger = Ledger(args.ledger)
     try:
         outcome = evaluate(
