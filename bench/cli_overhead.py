@@ -1,0 +1,122 @@
+"""What a grade adds to its tests, at 10, 1,000 and 10,000 tests, in-process and through the CLI.
+
+For each size, a generated repository (one module, one test file with that many tests, one of them
+fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, on the same machine:
+
+- **raw**: the task's test command run directly on the fixed tree (the work a grade cannot avoid);
+- **in-process**: ``gradeflow.grade()`` in this process (Prefect imported, baseline cached), minus raw;
+- **CLI, first**: ``gradeflow grade`` when it has to start the local Prefect server, minus raw;
+- **CLI, later**: the same command again (the server is reused), minus raw;
+- and the time of ``gradeflow --help`` beside ``python -c pass``.
+
+The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end.
+
+    python bench/cli_overhead.py [REPEAT]
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HOME = Path(tempfile.mkdtemp(prefix="gradeflow-bench-cli-"))
+os.environ["GRADEFLOW_HOME"] = str(HOME / "home")
+os.environ["PREFECT_SERVER_ANALYTICS_ENABLED"] = "false"
+os.environ.pop("PREFECT_API_URL", None)
+SIZES = (10, 1_000, 10_000)
+COMMAND = "python -m pytest -q -p no:cacheprovider -p no:randomly --junitxml={junit}"
+GRADEFLOW = [sys.executable, "-m", "gradeflow.cli"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _repository(root: Path, tests: int) -> tuple[Path, Path]:
+    """A repository with ``tests`` tests and a broken ``double``; the task spec and the fix's diff."""
+    repo = root / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "mod.py").write_text("def double(x):\n    return x + x + 1\n")
+    body = ["from mod import double\n", "def test_double():\n    assert double(2) == 4\n"]
+    body += [f"def test_n{i}():\n    assert {i} == {i}\n" for i in range(tests - 1)]
+    (repo / "tests" / "test_many.py").write_text("\n".join(body))
+    (repo / "pytest.ini").write_text("[pytest]\npythonpath = .\ntestpaths = tests\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "base")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True)
+    task = root / "task.yaml"
+    task.write_text(
+        f"task_id: many-{tests}\ntype: bugfix\nrepo: ./repo\nbase_revision: {head.stdout.strip()}\n"
+        f"tests:\n  command: {COMMAND!r}\n"
+        "  fail_to_pass: ['tests/test_many.py::test_double']\n"
+    )
+    patch = root / "fix.diff"
+    patch.write_text(
+        "diff --git a/mod.py b/mod.py\n--- a/mod.py\n+++ b/mod.py\n@@ -1,2 +1,2 @@\n def double(x):\n"
+        "-    return x + x + 1\n+    return x + x\n"
+    )
+    return task, patch
+
+
+def _raw(root: Path) -> float:
+    tree = root / "raw"
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.copytree(root / "repo", tree)
+    subprocess.run(["git", "apply", str(root / "fix.diff")], cwd=tree, check=True)
+    started = time.perf_counter()
+    subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, capture_output=True, check=False)
+    return time.perf_counter() - started
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[-4:])} failed ({done.returncode}): {done.stderr[-500:]}")
+    return time.perf_counter() - started
+
+
+def _in_process(task: Path, patch: Path, repeat: int) -> float:
+    from gradeflow import grade
+
+    grade(task, patch=patch)  # the baseline, built once and cached
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        grade(task, patch=patch)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main(repeat: int) -> None:
+    print(f"{'tests':>6} {'raw':>7} {'in-process +':>13} {'CLI first +':>12} {'CLI later +':>12}  (seconds)")
+    first = True
+    for size in SIZES:
+        root = HOME / f"n{size}"
+        task, patch = _repository(root, size)
+        raw = statistics.median(_raw(root) for _ in range(repeat))
+        argv = [*GRADEFLOW, "grade", str(task), "--patch", str(patch), "--json"]
+        cli_first = _timed(argv)  # starts the local server on the first size, builds the baseline
+        cli_later = statistics.median(_timed(argv) for _ in range(repeat))
+        in_process = _in_process(task, patch, repeat)
+        label = "(server)" if first else "(baseline)"
+        first = False
+        print(
+            f"{size:>6} {raw:7.2f} {in_process - raw:+13.2f} {cli_first - raw:+12.2f} {cli_later - raw:+12.2f}"
+            f"  first call builds the {label}"
+        )
+    empty = statistics.median(_timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
+    helped = statistics.median(_timed([*GRADEFLOW, "--help"]) for _ in range(repeat))
+    print(f"gradeflow --help {helped:.2f} s, python -c pass {empty:.2f} s: +{helped - empty:.2f} s")
+    subprocess.run([*GRADEFLOW, "server", "stop"], capture_output=True, check=False)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
