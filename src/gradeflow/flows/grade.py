@@ -18,12 +18,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import structlog
 from prefect import flow
 from prefect.runtime import flow_run
 from prefect.states import Completed, State
+from prefect.utilities.annotations import opaque
 
 from gradeflow.errors import InfraError, SpecError
 from gradeflow.flows.session import factory_for, prepare_base, profile_for
@@ -49,6 +50,19 @@ from gradeflow.tasks.test_evidence import check_test_evidence
 from gradeflow.tasks.tests import TestsOutcome, run_tests
 
 __all__ = ["grade_submission"]
+
+
+T = TypeVar("T")
+
+
+def _whole(value: T) -> T:
+    """``value`` as a task argument Prefect passes on without walking into it.
+
+    Prefect visits every task parameter to find futures and states; a task spec with hundreds of test
+    ids, a baseline holding a parsed report or a large patch would cost seconds per grade. These values
+    never hold futures, so the walk finds nothing (the task still receives the value itself).
+    """
+    return cast(T, opaque(value))
 
 
 def _outcome(component: GradeComponent) -> dict[str, Any]:
@@ -207,7 +221,7 @@ def _grade(
             task_spec,
             "snapshot",
             factory,
-            lambda: take_snapshot(task_spec, submission, baseline),
+            lambda: take_snapshot(_whole(task_spec), submission, _whole(baseline)),
             lambda broken: Snapshot(
                 workspace=None, patch=submission.patch or "", refusal=broken.reason_codes[0], message=broken.messages[0]
             ),
@@ -223,32 +237,32 @@ def _grade(
             patch=snapshot.patch,
             environment=environment,
         )
-    constraints = progress.component("constraints", lambda: check_constraints(task_spec, snapshot))
+    constraints = progress.component("constraints", lambda: check_constraints(_whole(task_spec), _whole(snapshot)))
     infrastructure = progress.component(
-        "test_infrastructure", lambda: check_infrastructure(task_spec, snapshot, baseline)
+        "test_infrastructure", lambda: check_infrastructure(_whole(task_spec), _whole(snapshot), _whole(baseline))
     )
-    tamper = progress.component("tamper", lambda: check_tamper(task_spec, snapshot, baseline))
+    tamper = progress.component("tamper", lambda: check_tamper(_whole(task_spec), _whole(snapshot), _whole(baseline)))
     extra = _rubric_evidence(task_spec, snapshot, baseline, factory, policy, progress)
     with progress.step("tests") as outcome:
         tests = attributed(
             task_spec,
             "tests",
             factory,
-            lambda: run_tests(task_spec, snapshot, baseline, factory),
+            lambda: run_tests(_whole(task_spec), _whole(snapshot), _whole(baseline), factory),
             lambda broken: TestsOutcome(component=broken, evidence=TestRunEvidence(), restored=[]),
         )
         outcome.update(_outcome(tests.component))
     progress.components.append(tests.component)
-    quality = progress.candidate("quality", lambda: measure_quality(task_spec, snapshot))
-    perf = progress.candidate("perf", lambda: run_perf(task_spec, snapshot, baseline, factory))
+    quality = progress.candidate("quality", lambda: measure_quality(_whole(task_spec), _whole(snapshot)))
+    perf = progress.candidate("perf", lambda: run_perf(_whole(task_spec), _whole(snapshot), _whole(baseline), factory))
     with progress.step("combine") as outcome:
         found = (constraints, infrastructure, tamper, tests.component, quality, perf, *extra)
         result = combine_components(
-            task_spec,
+            _whole(task_spec),
             submission.submission_id,
-            snapshot,
-            [c for c in found if c is not None],
-            tests,
+            _whole(snapshot),
+            _whole([c for c in found if c is not None]),
+            _whole(tests),
             policy,
             environment,
         )
@@ -268,12 +282,16 @@ def _rubric_evidence(
     found: list[GradeComponent | None] = []
     if policy.reports("test_evidence"):
         found.append(
-            progress.candidate("test_evidence", lambda: check_test_evidence(task_spec, snapshot, baseline, factory))
+            progress.candidate(
+                "test_evidence",
+                lambda: check_test_evidence(_whole(task_spec), _whole(snapshot), _whole(baseline), factory),
+            )
         )
     if policy.reports("reviewability"):
         found.append(
             progress.component(
-                "reviewability", lambda: check_reviewability(task_spec, snapshot, baseline, policy.review)
+                "reviewability",
+                lambda: check_reviewability(_whole(task_spec), _whole(snapshot), _whole(baseline), policy.review),
             )
         )
     return found
