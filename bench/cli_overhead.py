@@ -3,7 +3,8 @@
 For each size, a generated repository (one module, one test file with that many tests, one of them
 fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, on the same machine:
 
-- **raw**: the task's test command run directly on the fixed tree (the work a grade cannot avoid);
+- **raw**: the task's test command run directly on the fixed tree, plugin autoload off as in a grade's
+  runs (the work a grade cannot avoid);
 - **in-process**: ``gradeflow.grade()`` in this process (Prefect imported, baseline cached), minus raw;
 - **CLI, first**: ``gradeflow grade`` when it has to start the local Prefect server, minus raw;
 - **CLI, later**: the same command again (the server is reused), minus raw;
@@ -71,7 +72,10 @@ def _raw(root: Path) -> float:
     shutil.copytree(root / "repo", tree)
     subprocess.run(["git", "apply", str(root / "fix.diff")], cwd=tree, check=True)
     started = time.perf_counter()
-    subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, capture_output=True, check=False)
+    # Plugin autoload off, as in the grade's own runs (the base's plugins are named there): the
+    # difference is then gradeflow's work, not fewer plugins.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, env=env, capture_output=True, check=False)
     return time.perf_counter() - started
 
 
