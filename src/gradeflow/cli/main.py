@@ -165,6 +165,8 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"{verdict}: {task.task_id}")
         for problem in report.problems:
             print(f"  - {problem}")
+        for warning in report.warnings:
+            print(f"  warning: {warning}")
         for flaky in report.flaky:
             seen = ", ".join(f"{k} {n}x" for k, n in sorted(flaky.counts.items()))
             state = "quarantined" if flaky.quarantined else "scored" if flaky.scored else "not scored"

@@ -12,13 +12,14 @@ from pydantic import BaseModel, Field
 
 from gradeflow.flows.session import factory_for, prepare_base
 from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.models.testids import is_doctest_id
 from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
 
-__all__ = ["ValidationReport", "base_problems", "validate_task"]
+__all__ = ["ValidationReport", "base_problems", "doctest_warnings", "validate_task"]
 
 
 class ValidationReport(BaseModel):
@@ -33,6 +34,8 @@ class ValidationReport(BaseModel):
     """How many times the tests ran on the base (and on the reference) to find flaky tests."""
     flaky: list[FlakyTest] = Field(default_factory=list)
     """Tests whose outcome changed between those runs, quarantined or not."""
+    warnings: list[str] = Field(default_factory=list)
+    """What is sound but weak (e.g. a fail_to_pass doctest the candidate can edit); never makes it invalid."""
 
     @property
     def valid(self) -> bool:
@@ -52,6 +55,16 @@ def base_problems(task: TaskSpec, outcomes: dict[str, str]) -> list[str]:
         if t not in task.tests.quarantine and outcomes.get(t, "missing") not in ("passed", "skipped")
     ]
     return problems
+
+
+def doctest_warnings(task: TaskSpec) -> list[str]:
+    """A warning per fail_to_pass doctest: its expected output lives in the file the candidate edits."""
+    return [
+        f"fail_to_pass {t} is a doctest: its expected output lives in the source the candidate edits, "
+        "so nothing can seal it; prefer a test in a test file"
+        for t in task.tests.fail_to_pass
+        if is_doctest_id(t)
+    ]
 
 
 def _empty_problems(result: GradeResult) -> list[str]:
@@ -94,6 +107,7 @@ def validate_task(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),
         problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
+        warnings=doctest_warnings(task_spec),
     )
     empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile, base)
     report.empty = _as_result(empty)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gradeflow.models.evidence import Outcome, TestCaseResult
+from gradeflow.models.testids import split_test_id
 
 __all__ = [
     "MAX_JUNIT_BYTES",
@@ -251,7 +252,9 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
 
     An id may be a pytest node id (``tests/test_m.py::TestX::test_y[p]``) or the JUnit spelling
     ``classname::name`` (``tests.test_m.TestX::test_y[p]``, ``com.acme.CalcTest::testDivide``);
-    ``::`` inside square brackets belongs to the name. Tried in order, first hit wins:
+    everything from the first ``[`` belongs to the name, as pytest splits ids (:func:`split_test_id`);
+    a text file's doctest (``docs/guide.rst::guide.rst``) is also found under the JUnit spelling
+    ``docs.guide.rst``. Tried in order, first hit wins:
 
     1. the id is literally ``classname::name`` of some testcase;
     2. the classname and name derived from the id match exactly;
@@ -393,34 +396,14 @@ def _one_classname(cases: Iterable[TestCaseResult]) -> list[TestCaseResult]:
 
 def _expected(test_id: str) -> _Expected:
     """Classname and name a test id refers to, following pytest's JUnit conventions."""
-    *head, name = _split_id(test_id)
+    *head, name = split_test_id(test_id)
     if head and head[0].endswith(".py"):
         path = _normal_path(head[0])
         classes = tuple(head[1:])
         classname = ".".join([path[:-3].replace("/", "."), *classes])
         return _Expected(classname, name, path, classes)
-    return _Expected(".".join(head), name)
-
-
-def _split_id(test_id: str) -> list[str]:
-    """``test_id`` split at each ``::`` outside square brackets."""
-    if "[" not in test_id:
-        return test_id.split("::")
-    parts: list[str] = []
-    depth = start = index = 0
-    while index < len(test_id):
-        char = test_id[index]
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth = max(depth - 1, 0)
-        elif depth == 0 and test_id.startswith("::", index):
-            parts.append(test_id[start:index])
-            start = index = index + 2
-            continue
-        index += 1
-    parts.append(test_id[start:])
-    return parts
+    # A text file's doctest (``docs/guide.rst::guide.rst``): pytest's JUnit classname dots the path.
+    return _Expected(".".join([*(h.replace("/", ".") for h in head[:1]), *head[1:]]), name)
 
 
 def _normal_path(path: str) -> str:
