@@ -11,7 +11,7 @@ import pytest
 from builders import make_task
 from gradeflow.errors import PatchDoesNotApply, PathEscape, SpecError
 from gradeflow.models import TaskSpec
-from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch
+from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
 from gradeflow.tasks.repo import materialize, resolve_base
 
 
@@ -53,6 +53,46 @@ def test_a_git_base_is_the_pinned_commit_without_history(git_repo: tuple[Path, s
     assert not (tmp_path / "ws" / "future.py").exists()
     log = _git(tmp_path / "ws", "log", "--oneline")
     assert len(log.splitlines()) == 1  # later commits (the answer) are not reachable from the workspace
+
+
+def test_a_git_base_is_a_checkout_not_an_export(tmp_path: Path) -> None:
+    # setuptools-scm/hatch-vcs projects ship .git_archival.txt with export-subst; export-ignore drops files.
+    repo = tmp_path / "upstream"
+    (repo / "tests" / "data").mkdir(parents=True)
+    (repo / ".gitattributes").write_text(".git_archival.txt export-subst\ntests/data/** export-ignore\n")
+    (repo / ".git_archival.txt").write_text("node: $Format:%H$\n")
+    (repo / "tests" / "data" / "fixture.json").write_text("{}\n")
+    (repo / "pkg" / "__pycache__").mkdir(parents=True)
+    (repo / "pkg" / "__pycache__" / "shipped.txt").write_text("tracked by an sdist\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A", "-f")
+    _git(repo, "commit", "-qm", "one")
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    before = _git(repo, "status", "--porcelain", "--ignored")
+    base = resolve_base(TaskSpec.model_validate(make_task(repo=str(repo), base_revision=head)))
+    materialize(base, tmp_path / "ws")
+    assert (tmp_path / "ws" / ".git_archival.txt").read_text() == "node: $Format:%H$\n"
+    assert (tmp_path / "ws" / "tests" / "data" / "fixture.json").is_file()
+    assert (tmp_path / "ws" / "pkg" / "__pycache__" / "shipped.txt").is_file()
+    assert _git(repo, "status", "--porcelain", "--ignored") == before  # the user's repository only read
+
+
+def test_a_checkout_that_tracks_a_cache_folder_changes_nothing_it_did_not_touch(tmp_path: Path) -> None:
+    repo = tmp_path / "upstream"
+    (repo / "pkg" / "__pycache__").mkdir(parents=True)
+    (repo / "pkg" / "__pycache__" / "shipped.txt").write_text("tracked by an sdist\n")
+    (repo / "pkg" / "mod.py").write_text("X = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A", "-f")
+    _git(repo, "commit", "-qm", "one")
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    materialize(resolve_base(TaskSpec.model_validate(make_task(repo=str(repo), base_revision=head))), tmp_path / "ws")
+    (repo / "pkg" / "mod.py").write_text("X = 2\n")  # the agent's change, in its checkout
+    stage_checkout(tmp_path / "ws", repo)
+    assert [(c.path, c.status) for c in changed_files(tmp_path / "ws")] == [("pkg/mod.py", "modified")]
+    (repo / "pkg" / "__pycache__" / "shipped.txt").unlink()
+    stage_checkout(tmp_path / "ws", repo)
+    assert {c.path: c.status for c in changed_files(tmp_path / "ws")}["pkg/__pycache__/shipped.txt"] == "removed"
 
 
 def test_an_unknown_revision_is_a_spec_error(git_repo: tuple[Path, str, str]) -> None:

@@ -18,7 +18,7 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.errors import PatchDoesNotApply, PathEscape
 from gradeflow.models import ChangedFile
 from gradeflow.tasks._git import git
-from gradeflow.tasks.repo import copy_tree
+from gradeflow.tasks.repo import copy_tree, skipped_by_copy
 
 __all__ = [
     "added_lines",
@@ -76,14 +76,29 @@ def apply_patch(workspace: Path, patch: str) -> None:
 
 
 def stage_checkout(workspace: Path, checkout: Path) -> None:
-    """Replace the workspace's files with the checkout's and stage the difference (ignored files excluded)."""
+    """Replace the workspace's files with the checkout's and stage the difference (ignored files excluded).
+
+    The copy leaves cache folders out (``__pycache__``, ``*.pyc``); files there that the base tracks
+    (some sdists ship one) are copied too, so a file the agent never touched is never "removed".
+    """
+    tracked = git(workspace, "ls-files", "-z").stdout.decode("utf-8", errors="surrogateescape").split("\0")
     for entry in workspace.iterdir():
         if entry.name != ".git":
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     copy_tree(checkout, workspace)
+    for path in tracked:
+        source = checkout / path
+        if path and any(skipped_by_copy(part) for part in Path(path).parts) and _inside_file(source, checkout):
+            (workspace / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, workspace / path)
     git(workspace, "add", "-A")
     git(workspace, "clean", "-fdxq")
     check_links(workspace)
+
+
+def _inside_file(path: Path, root: Path) -> bool:
+    """A regular file really inside ``root`` (no link on the way leads out)."""
+    return path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(root.resolve())
 
 
 def check_links(workspace: Path) -> None:

@@ -50,8 +50,9 @@ class Baseline(BaseModel):
     """The test command on the pristine base with hidden tests injected."""
 
 
-BASELINE_FORMAT = 2
-"""Bumped whenever what a baseline holds changes (2: the harness summary), so no older cached one is served."""
+BASELINE_FORMAT = 3
+"""Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
+3: the base is a git checkout, not an archive)."""
 
 
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:

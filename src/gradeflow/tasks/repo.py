@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import tarfile
@@ -111,6 +110,18 @@ def _owner_may_write(root: Path) -> None:
         root.chmod(mode | 0o700)
 
 
+def _checkout(repo: Path, revision: str, dest: Path) -> None:
+    """The tree of ``revision`` as git checks it out into the empty ``dest`` (no ``.git`` left behind).
+
+    Not ``git archive``: it applies ``export-subst`` and ``export-ignore``, so the base would differ from
+    an agent's checkout in files the agent never touched. The clone borrows the repository's objects
+    (``--shared``), so the user's repository is only read.
+    """
+    git(dest.parent, "clone", "-q", "--shared", "--no-checkout", str(repo.resolve()), str(dest))
+    git(dest, "checkout", "-q", "--detach", revision)
+    shutil.rmtree(dest / ".git")
+
+
 def materialize(base: BaseRef, dest: Path) -> None:
     """Write the base's content into the empty folder ``dest`` and commit it as a one-commit repo."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -121,9 +132,7 @@ def materialize(base: BaseRef, dest: Path) -> None:
             with tarfile.open(base.location) as archive:
                 archive.extractall(dest, filter="data")
         else:
-            data = git(Path(base.location), "archive", "--format=tar", base.revision).stdout
-            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-                archive.extractall(dest, filter="data")
+            _checkout(Path(base.location), base.revision, dest)
     except (OSError, tarfile.TarError, InfraError) as exc:
         raise BaselineBroken(f"cannot materialize {base.location}@{base.revision[:12]}: {exc}") from exc
     init_snapshot_repo(dest)
