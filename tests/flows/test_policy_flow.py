@@ -143,3 +143,20 @@ def test_a_required_dimension_without_evidence_is_inconclusive(
     assert rubric.dimensions["behavior"] is None and rubric.exit_code == 3
     default = grade(task, patch=diff(BUG, FIX), sandbox=fake)
     assert (default.status, default.score) == ("graded", 0.0)  # the grading-semantics rule: nothing earned
+
+
+def test_a_command_naming_test_paths_does_not_lend_the_tasks_tests_to_the_patch(tmp_path: Path) -> None:
+    # With `pytest tests/`, the evidence run used to collect the task's own fail_to_pass tests too, and
+    # they made a "regression test" that passes on the base look like proof (test evidence 1.0).
+    spec = yaml.safe_load((CALC / "task.yaml").read_text())
+    spec["tests"]["command"] += " tests"
+    spec["repo"], spec["tests"]["hidden"] = str(CALC / "repo"), str(CALC / "hidden_tests")
+    task = tmp_path / "task.yaml"
+    task.write_text(yaml.safe_dump(spec))
+    weak = grade(load_task(task), patch=CALC / "weak_test.diff", profile="rubric")
+    evidence = weak.component("test_evidence")
+    assert evidence.reason_codes == ["test-does-not-fail-on-base"]
+    assert list(evidence.details["tests"]) == [
+        "tests.test_divide_by_zero_regression::test_divide_still_works_for_nonzero_divisors"
+    ]
+    assert weak.dimensions["test_evidence"] == 0.25

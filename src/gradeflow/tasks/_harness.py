@@ -78,9 +78,11 @@ class Harness:
     """Repository-relative path of the canary test file."""
     must_pass: str
     must_fail: str
+    select: tuple[str, ...] | None = None
+    """Only these tests run (node ids, or test files run whole), the canaries beside them; ``None``: all."""
 
     @classmethod
-    def fresh(cls, task_spec: TaskSpec, tree: Path) -> Harness:
+    def fresh(cls, task_spec: TaskSpec, tree: Path, select: list[str] | None = None) -> Harness:
         """A new nonce, and canary names shaped like the task's own tests, in their folder."""
         nonce = secrets.token_hex(4)
         folder, stem = _canary_home(task_spec, tree)
@@ -91,6 +93,7 @@ class Harness:
             canary_file=str(PurePosixPath(folder, name)) if folder else name,
             must_pass=f"test_{first}_{nonce[4:]}",
             must_fail=f"test_{second}_{nonce[4:]}",
+            select=None if select is None else tuple(select),
         )
 
     @property
@@ -124,6 +127,7 @@ class Harness:
             "canary_file": f"{workspace}/{self.canary_file}",
             "canaries": [self.must_pass, self.must_fail],
             "must_fail": self.must_fail,
+            "select": None if self.select is None else list(self.select),
         }
         template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))

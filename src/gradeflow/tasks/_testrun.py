@@ -30,17 +30,24 @@ def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
     return sandbox.run(task.setup, env=task.candidate_env(), timeout=task.tests.timeout)
 
 
-def start_harness(task: TaskSpec, tree: Path, command: str | None, base: TestRunEvidence | None) -> Harness | None:
+def start_harness(
+    task: TaskSpec,
+    tree: Path,
+    command: str | None,
+    base: TestRunEvidence | None,
+    select: list[str] | None = None,
+) -> Harness | None:
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
     ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. A
     candidate run gets the harness only when the base run showed that it works for this task.
+    ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
     """
     if not harness_applies(command or task.tests.command):
         return None
     if base is not None and base.harness is None:
         return None
-    harness = Harness.fresh(task, tree)
+    harness = Harness.fresh(task, tree, select)
     harness.write_canaries(tree)
     return harness
 

@@ -11,8 +11,10 @@ What runs (see :func:`gradeflow.tasks._functions.selected_test_ids`): a test fil
 run whole; in a test file it changes, only the test functions (or ``Test*`` classes) whose own lines
 changed. The command is ``tests.evidence_command`` with ``{tests}`` replaced by the shell-quoted node
 ids, or else ``tests.command`` with the node ids appended, which suits pytest and runners that take
-pytest-style node ids. Limits: touched module-level helpers or fixtures select no test, a test file
-that does not parse is run whole, and pytest's ``python_functions``/``python_classes`` are not read.
+pytest-style node ids. gradeflow's harness then keeps only the selected tests in the run, so the
+task's own tests never count as the patch's proof, whatever paths the command names. Limits: touched
+module-level helpers or fixtures select no test, a test file that does not parse is run whole, and
+pytest's ``python_functions``/``python_classes`` are not read.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ from gradeflow.tasks.baseline import Baseline, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["check_test_evidence", "evidence_command", "patch_test_files", "select_patch_tests"]
+
+_Selection = tuple[str, list[str]]
+"""The evidence command and the tests it must run (and nothing else)."""
 
 
 def patch_test_files(task_spec: TaskSpec, snapshot: Snapshot) -> list[ChangedFile]:
@@ -74,10 +79,15 @@ def evidence_command(task_spec: TaskSpec, selected: list[str]) -> str:
 
 
 def _run(
-    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, command: str, base: TestRunEvidence
+    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, run: _Selection, base: TestRunEvidence
 ) -> TestRunEvidence:
-    """Setup, then ``command`` with the harness (checked against the base run) in a sandbox over ``tree``."""
-    harness = start_harness(task_spec, tree, command, base)
+    """Setup, then the command with the harness (checked against the base run) in a sandbox over ``tree``.
+
+    The harness keeps only the selected tests, so the task's own tests never run with them (a command
+    that names test paths, ``pytest tests/``, would otherwise collect those too and count them as proof).
+    """
+    command, selected = run
+    harness = start_harness(task_spec, tree, command, base, selected)
     with sandboxes.open(tree) as sandbox:
         setup = run_setup(task_spec, sandbox)
         if setup is not None and not setup.ok:
@@ -86,20 +96,20 @@ def _run(
 
 
 def _candidate_run(
-    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, command: str
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, run: _Selection
 ) -> TestRunEvidence:
     """The command on a fresh copy of the candidate, its test infrastructure sealed to the base."""
     assert snapshot.workspace is not None
     tree = working_copy(snapshot.workspace)
     try:
         seal_infrastructure(task_spec, snapshot.changes, tree, baseline.pristine)
-        return _run(task_spec, tree, sandboxes, command, baseline.tests)
+        return _run(task_spec, tree, sandboxes, run, baseline.tests)
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
 
 
 def _base_run(
-    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, command: str
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, run: _Selection
 ) -> TestRunEvidence:
     """The command on a pristine copy holding only the patch's test files from the candidate."""
     assert snapshot.workspace is not None
@@ -110,7 +120,7 @@ def _base_run(
             if source.is_file() and not source.is_symlink():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        return _run(task_spec, copy, sandboxes, command, baseline.tests)
+        return _run(task_spec, copy, sandboxes, run, baseline.tests)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 
@@ -131,8 +141,8 @@ def check_test_evidence(
     selected = select_patch_tests(task_spec, snapshot, baseline)
     evidence = PatchTestsEvidence(files=files, selected=selected)
     if selected:
-        command = evidence_command(task_spec, selected)
-        evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, command)
-        evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, command)
+        run = (evidence_command(task_spec, selected), selected)
+        evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, run)
+        evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, run)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), patch_tests=evidence)
     return TestEvidenceGrader().grade(context)
