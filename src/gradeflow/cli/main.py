@@ -12,6 +12,7 @@ import os
 import sys
 from pathlib import Path
 
+from gradeflow.cli.checkout import add_checkout_command, run_checkout
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     add_suite_commands(sub)
     add_service_commands(sub)
     add_server_commands(sub)
+    add_checkout_command(sub)
     return parser
 
 
@@ -102,6 +104,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_service_command(args)
     if args.command in SERVER_COMMANDS:
         return run_server_command(args)
+    if args.command == "checkout":
+        return run_checkout(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)

@@ -298,8 +298,19 @@ class TaskSpec(_Spec):
     graders: list[CustomGraderSpec] = Field(default_factory=list)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     review: ReviewSpec = Field(default_factory=ReviewSpec)
+    issue: str | None = None
+    """The task's issue text, given to the agent by ``gradeflow checkout`` (never part of the repository)."""
+    issue_file: str | None = None
+    """A file holding the issue text instead of ``issue``; relative to the task file."""
 
     _resolve_repo = field_validator("repo")(_resolve)
+    _resolve_issue_file = field_validator("issue_file")(_resolve)
+
+    @model_validator(mode="after")
+    def _one_issue(self) -> TaskSpec:
+        if self.issue is not None and self.issue_file is not None:
+            raise ValueError("give issue or issue_file, not both")
+        return self
 
     def candidate_env(self) -> dict[str, str]:
         """The task's ``env`` with its values revealed, for the sandbox only."""

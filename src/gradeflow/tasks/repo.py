@@ -16,7 +16,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.tasks._filetypes import MAX_DEPTH, why_unsupported
 from gradeflow.tasks._git import git, init_snapshot_repo
 
-__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base", "skipped_by_copy"]
+__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base", "skipped_by_copy", "write_agent_checkout"]
 
 _SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
@@ -126,13 +126,40 @@ def materialize(base: BaseRef, dest: Path) -> None:
     """Write the base's content into the empty folder ``dest`` and commit it as a one-commit repo."""
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        if base.kind == "folder":
-            copy_tree(Path(base.location), dest)
-        elif base.kind == "archive":
-            with tarfile.open(base.location) as archive:
-                archive.extractall(dest, filter="data")
-        else:
+        if base.kind == "git":
             _checkout(Path(base.location), base.revision, dest)
+        else:
+            materialize_files(base, dest)
     except (OSError, tarfile.TarError, InfraError) as exc:
         raise BaselineBroken(f"cannot materialize {base.location}@{base.revision[:12]}: {exc}") from exc
     init_snapshot_repo(dest)
+
+
+def materialize_files(base: BaseRef, dest: Path) -> None:
+    """The files of a folder or archive base, into ``dest``."""
+    if base.kind == "folder":
+        copy_tree(Path(base.location), dest)
+    else:
+        with tarfile.open(base.location) as archive:
+            archive.extractall(dest, filter="data")
+
+
+def write_agent_checkout(base: BaseRef, dest: Path) -> str:
+    """The base as an agent should get it: a repository in ``dest`` with one commit and nothing else.
+
+    No history after (or before) the base, no other refs, tags, reflog or stray objects: only the base
+    tree's objects and one commit on ``main``. Returns the commit id. ``dest`` must be empty or absent.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        if base.kind == "git":
+            _checkout(Path(base.location), base.revision, dest)
+        else:
+            materialize_files(base, dest)
+    except (OSError, tarfile.TarError) as exc:
+        raise SpecError(f"cannot write the checkout into {dest}: {exc}") from None
+    git(dest, "init", "-q", "-b", "main")
+    git(dest, "add", "-A", "-f")
+    git(dest, "-c", "core.logAllRefUpdates=false", "commit", "-q", "--allow-empty", "--no-verify", "-m", "base")
+    shutil.rmtree(dest / ".git" / "logs", ignore_errors=True)
+    return git(dest, "rev-parse", "HEAD").stdout.decode().strip()
