@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from gradeflow.cli import main
 from gradeflow.service.local_server import ensure_server, server_status, stop_server
 
 pytestmark = pytest.mark.slow
@@ -117,10 +116,10 @@ def test_an_explicit_api_url_wins(own_home: Path) -> None:
     assert not (own_home.parent / "other" / "server" / "server.json").exists()
 
 
-def test_dask_needs_an_explicit_server(own_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dask_needs_an_explicit_server(own_home: Path) -> None:
     suite = Path(__file__).resolve().parents[2] / "examples" / "suite.yaml"
-    code = main(["evaluate", str(suite), "--dask-address", "tcp://127.0.0.1:1", "--ledger", str(own_home / "l.db")])
-    assert code == 2 and "PREFECT_API_URL" in capsys.readouterr().err
+    done = _cli("evaluate", str(suite), "--dask-address", "tcp://127.0.0.1:1", "--ledger", str(own_home / "l.db"))
+    assert done.returncode == 2 and "PREFECT_API_URL" in done.stderr, done.stderr
     assert server_status() is None
 
 
