@@ -1,6 +1,6 @@
 """The ``grade-submission`` flow.
 
-pin → baseline → snapshot → constraints → test evidence → reviewability → tests → quality → perf → combine
+pin → baseline → snapshot → constraints → test evidence → reviewability → hard stops → tests → quality → perf → combine
 
 Test evidence and reviewability run only when the profile reports their dimension; test evidence runs
 before the tests step, which restores the patch's test files to the base. Every step logs its outcome
@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import structlog
@@ -39,6 +40,7 @@ from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.combine import combine_components, publish_artifacts
 from gradeflow.tasks.constraints import check_constraints
 from gradeflow.tasks.environment import pin_base
+from gradeflow.tasks.hard_stops import check_compatibility, check_data_loss, check_security
 from gradeflow.tasks.infrastructure import check_infrastructure
 from gradeflow.tasks.perf import run_perf
 from gradeflow.tasks.quality import measure_quality
@@ -294,4 +296,17 @@ def _rubric_evidence(
                 lambda: check_reviewability(_whole(task_spec), _whole(snapshot), _whole(baseline), policy.review),
             )
         )
+    # The hard-stop detectors run where the profile gates on their code (rubric, strict), not in default.
+    for code, name, check in _DETECTORS:
+        if code in policy.hard_gates:
+            found.append(
+                progress.component(name, partial(check, _whole(task_spec), _whole(snapshot), _whole(baseline)))
+            )
     return found
+
+
+_DETECTORS = (
+    ("security-violation", "security", check_security),
+    ("compatibility-break", "compatibility", check_compatibility),
+    ("data-loss", "data-loss", check_data_loss),
+)

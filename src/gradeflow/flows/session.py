@@ -24,7 +24,7 @@ from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.profiles import Profile, load_profile
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.tasks.baseline import Baseline, prepare_baseline
+from gradeflow.tasks.baseline import Baseline, ensure_pristine, prepare_baseline
 from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.repo import BaseRef, resolve_base
 
@@ -81,7 +81,13 @@ def prepare_base(
 ) -> tuple[EnvironmentFingerprint, Baseline]:
     """The environment's fingerprint and the task's baseline (Prefect tasks: call inside a flow)."""
     environment = describe_environment(task_spec, factory)
-    return environment, prepare_baseline(task_spec, base, environment, factory)
+    baseline = prepare_baseline(task_spec, base, environment, factory)
+    # A cached baseline can outlive its pristine folder (a cleaned cache, another GRADEFLOW_HOME sharing
+    # Prefect's result storage): every step reads that folder, so it is rebuilt here, once, if gone.
+    pristine = ensure_pristine(baseline.base, baseline.key)
+    if pristine != baseline.pristine:
+        baseline = baseline.model_copy(update={"pristine": pristine})
+    return environment, baseline
 
 
 def _check_repo(task: TaskSpec) -> None:

@@ -60,8 +60,28 @@ def graded_result(
     combined = composite.combine(components)
     if combined.missing:
         return _missing_dimension(task, submission_id, combined, profile, patch, changes, environment)
+    if unavailable := _unavailable_detectors(combined.components, profile):
+        message = f"detector {', '.join(unavailable)} could not run, which profile {profile.name!r} requires"
+        return inconclusive_result(
+            task,
+            submission_id,
+            "detector-unavailable",
+            message,
+            profile.name,
+            components=combined.components,
+            patch=patch,
+            changes=changes,
+            environment=environment,
+            dimensions=combined.dimensions,
+        )
     verdict = _verdict(combined, profile, empty=not changes)
     return _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
+
+
+def _unavailable_detectors(components: Sequence[GradeComponent], profile: Profile) -> list[str]:
+    if profile.detector_unavailable != "inconclusive":
+        return []
+    return [c.name for c in components if "detector-unavailable" in c.reason_codes]
 
 
 def _graded(

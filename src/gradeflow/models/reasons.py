@@ -74,6 +74,7 @@ _HARD_STOPS = {
 _GRADER = {
     "grader-error": "a custom grader raised: its component is unscored",
     "dimension-missing": "a dimension the profile requires has no evidence",
+    "detector-unavailable": "a hard-stop detector could not run (tool missing, source unparseable): unscored",
 }
 _ENVIRONMENT = {
     "sandbox-unavailable": "the sandbox could not start or run a command (inconclusive)",

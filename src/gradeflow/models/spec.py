@@ -235,6 +235,26 @@ class ReviewSpec(_Spec):
     """Globs of the files the change belongs in; when omitted, ``constraints.allowed_files``."""
 
 
+class SecuritySpec(_Spec):
+    """The security detector's thresholds (bandit on changed Python files; other scanners may follow)."""
+
+    severity: Literal["LOW", "MEDIUM", "HIGH"] = "MEDIUM"
+    """The lowest severity a new finding must have to count."""
+    confidence: Literal["LOW", "MEDIUM", "HIGH"] = "MEDIUM"
+    """The lowest confidence a new finding must have to count."""
+
+
+class CompatibilitySpec(_Spec):
+    """What the compatibility and data-loss detectors compare."""
+
+    packages: list[str] | None = None
+    """Import packages whose public API must hold; when omitted, the top-level ones at the root or in ``src/``."""
+    allow: list[str] = Field(default_factory=list)
+    """Globs of object paths (``pkg.mod.func``) the task may break: reported, not counted."""
+    data: list[str] | None = None
+    """Globs of data files that must not be removed or truncated; when omitted, JSON, CSV and migrations."""
+
+
 class CustomGraderSpec(_Spec):
     """A user grader loaded from an importable ``module:Class``."""
 
@@ -298,6 +318,8 @@ class TaskSpec(_Spec):
     graders: list[CustomGraderSpec] = Field(default_factory=list)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
     review: ReviewSpec = Field(default_factory=ReviewSpec)
+    security: SecuritySpec = Field(default_factory=SecuritySpec)
+    compatibility: CompatibilitySpec = Field(default_factory=CompatibilitySpec)
     issue: str | None = None
     """The task's issue text, given to the agent by ``gradeflow checkout`` (never part of the repository)."""
     issue_file: str | None = None

@@ -105,6 +105,9 @@ class Profile(_Policy):
     reason_codes: dict[str, str] = Field(default_factory=dict)
     """Codes this profile may name beyond the registered ones (code → meaning), e.g. a custom grader's."""
     review: ReviewPolicy = Field(default_factory=ReviewPolicy)
+    detector_unavailable: Literal["report", "inconclusive"] = "report"
+    """What a hard-stop detector that could not run (``detector-unavailable``) does to the grade: only
+    reported (its component unscored), or the grade is inconclusive."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Profile:
