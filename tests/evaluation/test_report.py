@@ -174,6 +174,17 @@ def test_report_json_keys_are_exactly_the_documented_ones(tmp_path: Path, capsys
     assert main(["report", "--ledger", url, "--by", "nothing"]) == 2
 
 
+def test_the_text_report_shows_inconclusive_and_strict_rates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A configuration cannot hide behind inconclusive grades: their share and a pass rate counting them
+    # as failures stand beside the pass rate over graded runs.
+    url = _ledger_with_records(tmp_path)
+    assert main(["report", "--ledger", url, "--by", "model_id"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  m-b:"))
+    assert "inconclusive=1 (0.33)" in line and "strict pass=0.00 [" in line
+
+
 def test_html_page_is_self_contained(tmp_path: Path) -> None:
     records = _runs("m-a", "t1", [1.0, 0.5], ("x-<y>",)) + _runs("m-b", "t1", [0.0, None], ("z",))
     page = render_html(build_report(records, ["model_id"]), records)

@@ -14,6 +14,7 @@ from builders import EXAMPLES
 from fakes import BUG, FIX, diff
 from gradeflow import grade, load_task
 from gradeflow.cli import main
+from gradeflow.config import cache_dir
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox import FakeSandboxFactory
 
@@ -160,3 +161,15 @@ def test_a_command_naming_test_paths_does_not_lend_the_tasks_tests_to_the_patch(
         "tests.test_divide_by_zero_regression::test_divide_still_works_for_nonzero_divisors"
     ]
     assert weak.dimensions["test_evidence"] == 0.25
+
+
+def test_a_cached_baseline_whose_folder_is_gone_is_rebuilt_for_every_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _calc("reference.diff")  # caches the baseline, its folder under this GRADEFLOW_HOME
+    shutil.rmtree(cache_dir() / "baselines")
+    # Prefect's cache still serves that baseline to a process whose GRADEFLOW_HOME is elsewhere.
+    monkeypatch.setenv("GRADEFLOW_HOME", str(tmp_path / "other-home"))
+    again = _calc("reference_with_test.diff")
+    assert again.status == "graded" and again.component("test_evidence").score == 1.0, again.reason_codes
+    assert "candidate-broke-sandbox" not in again.reason_codes

@@ -152,15 +152,25 @@ def _report(args: argparse.Namespace) -> int:
         label = " / ".join(stats.key.values())
         mean = "–" if stats.mean_score is None else f"{stats.mean_score:.3f}"
         rate = "–" if stats.pass_rate is None else f"{stats.pass_rate:.2f}"
-        ci = f" [{stats.pass_rate_ci[0]:.2f}, {stats.pass_rate_ci[1]:.2f}]" if stats.pass_rate_ci else ""
+        ci = _interval(stats.pass_rate_ci)
         reasons = ", ".join(f"{code} ({n})" for code, n in stats.top_reasons[:3]) or "none"
         print(
-            f"  {label}: n={stats.n} graded={stats.graded} inconclusive={stats.inconclusive} mean={mean} "
-            f"pass={rate}{ci} reasons: {reasons}"
+            f"  {label}: n={stats.n} graded={stats.graded} inconclusive={stats.inconclusive} "
+            f"({_share(stats.inconclusive_rate)}) mean={mean} pass={rate}{ci} "
+            f"strict pass={_share(stats.strict_pass_rate)}{_interval(stats.strict_pass_rate_ci)} reasons: {reasons}"
         )
     if report.comparison:
         print(report.comparison.verdict)
     return 0
+
+
+def _share(rate: float | None) -> str:
+    """A rate for the text report; ``strict pass`` counts inconclusive grades as failures."""
+    return "–" if rate is None else f"{rate:.2f}"
+
+
+def _interval(bounds: list[float] | None) -> str:
+    return f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds else ""
 
 
 def _write(path: Path, text: str) -> None:

@@ -124,20 +124,19 @@ def _checkout(repo: Path, revision: str, dest: Path) -> None:
 
 def materialize(base: BaseRef, dest: Path) -> None:
     """Write the base's content into the empty folder ``dest`` and commit it as a one-commit repo."""
-    dest.mkdir(parents=True, exist_ok=True)
     try:
-        if base.kind == "git":
-            _checkout(Path(base.location), base.revision, dest)
-        else:
-            materialize_files(base, dest)
+        _write_files(base, dest)
     except (OSError, tarfile.TarError, InfraError) as exc:
         raise BaselineBroken(f"cannot materialize {base.location}@{base.revision[:12]}: {exc}") from exc
     init_snapshot_repo(dest)
 
 
-def materialize_files(base: BaseRef, dest: Path) -> None:
-    """The files of a folder or archive base, into ``dest``."""
-    if base.kind == "folder":
+def _write_files(base: BaseRef, dest: Path) -> None:
+    """The base's files, as git checks them out, into the (created if needed) empty folder ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if base.kind == "git":
+        _checkout(Path(base.location), base.revision, dest)
+    elif base.kind == "folder":
         copy_tree(Path(base.location), dest)
     else:
         with tarfile.open(base.location) as archive:
@@ -150,12 +149,8 @@ def write_agent_checkout(base: BaseRef, dest: Path) -> str:
     No history after (or before) the base, no other refs, tags, reflog or stray objects: only the base
     tree's objects and one commit on ``main``. Returns the commit id. ``dest`` must be empty or absent.
     """
-    dest.mkdir(parents=True, exist_ok=True)
     try:
-        if base.kind == "git":
-            _checkout(Path(base.location), base.revision, dest)
-        else:
-            materialize_files(base, dest)
+        _write_files(base, dest)
     except (OSError, tarfile.TarError) as exc:
         raise SpecError(f"cannot write the checkout into {dest}: {exc}") from None
     git(dest, "init", "-q", "-b", "main")
