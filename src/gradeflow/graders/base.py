@@ -10,7 +10,9 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from gradeflow.models import ChangedFile, GradeComponent, Role, TaskSpec
 from gradeflow.models.evidence import (
@@ -21,7 +23,7 @@ from gradeflow.models.evidence import (
     TestRunEvidence,
 )
 
-__all__ = ["Grader", "GradingContext", "InMemoryWorkspace", "WorkspaceView"]
+__all__ = ["FindingsGate", "Grader", "GradingContext", "InMemoryWorkspace", "WorkspaceView"]
 
 
 class WorkspaceView(abc.ABC):
@@ -125,3 +127,43 @@ class Grader(abc.ABC):
         return self.component(
             0.0, False, scored=False, messages=[message], reason_codes=list(reason_codes), details=details
         )
+
+
+F = TypeVar("F", bound=BaseModel)
+
+
+class FindingsGate(Grader, Generic[F]):
+    """A detector's gate: passes when none of its findings counts, unscored when it could not run.
+
+    ``findings`` is ``None`` when the detector could not run (``unavailable`` says why): the component
+    is unscored with ``detector-unavailable``. Every finding is shown in ``details[details_key]``; those
+    :meth:`counted` returns fail the gate with :attr:`violation` and one message each.
+    """
+
+    role = "gate"
+    violation: ClassVar[str]
+    """The reason code a counted finding gives."""
+    details_key: ClassVar[str] = "findings"
+
+    def __init__(self, findings: list[F] | None, unavailable: str = "") -> None:
+        self.findings = findings
+        self.unavailable = unavailable
+
+    def counted(self, findings: list[F]) -> list[F]:
+        """The findings that fail the gate (all of them unless a subclass forgives some)."""
+        return findings
+
+    @abc.abstractmethod
+    def describe(self, finding: F) -> str:
+        """One message line for a counted finding."""
+
+    def grade(self, context: GradingContext) -> GradeComponent:
+        del context
+        if self.findings is None:
+            return self.unscored(f"{self.name}: {self.unavailable}", "detector-unavailable")
+        details = {self.details_key: [f.model_dump() for f in self.findings]}
+        counted = self.counted(self.findings)
+        if not counted:
+            return self.component(1.0, True, details=details)
+        messages = [self.describe(f) for f in counted]
+        return self.component(0.0, False, details=details, messages=messages, reason_codes=[self.violation])

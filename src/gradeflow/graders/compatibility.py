@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from gradeflow.graders.base import Grader, GradingContext
-from gradeflow.models import GradeComponent
+from gradeflow.graders.base import FindingsGate
 from gradeflow.models.globs import matches_any
 
 __all__ = ["CompatibilityBreak", "CompatibilityGrader", "mark_allowed"]
@@ -36,28 +35,15 @@ def mark_allowed(breaks: list[CompatibilityBreak], allow: list[str]) -> list[Com
     return [b.model_copy(update={"allowed": matches_any(b.object, allow)}) for b in breaks]
 
 
-class CompatibilityGrader(Grader):
+class CompatibilityGrader(FindingsGate[CompatibilityBreak]):
     """Gate: the patch breaks no public API the task does not allow it to break."""
 
     name = "compatibility"
-    role = "gate"
+    violation = "compatibility-break"
+    details_key = "breaks"
 
-    def __init__(self, breaks: list[CompatibilityBreak] | None, unavailable: str = "") -> None:
-        self.breaks = breaks
-        self.unavailable = unavailable
+    def counted(self, findings: list[CompatibilityBreak]) -> list[CompatibilityBreak]:
+        return [b for b in findings if not b.allowed]
 
-    def grade(self, context: GradingContext) -> GradeComponent:
-        del context
-        if self.breaks is None:
-            return self.unscored(f"compatibility: {self.unavailable}", "detector-unavailable")
-        details = {"breaks": [b.model_dump() for b in self.breaks]}
-        counted = [b for b in self.breaks if not b.allowed]
-        if not counted:
-            return self.component(1.0, True, details=details)
-        return self.component(
-            0.0,
-            False,
-            details=details,
-            messages=[f"{b.object}: {b.kind}{f' ({b.detail})' if b.detail else ''}" for b in counted],
-            reason_codes=["compatibility-break"],
-        )
+    def describe(self, finding: CompatibilityBreak) -> str:
+        return f"{finding.object}: {finding.kind}{f' ({finding.detail})' if finding.detail else ''}"

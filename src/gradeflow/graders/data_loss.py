@@ -17,8 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gradeflow.graders.base import Grader, GradingContext
-from gradeflow.models import ChangedFile, GradeComponent
+from gradeflow.graders.base import FindingsGate
+from gradeflow.models import ChangedFile
 from gradeflow.models.globs import matches_any
 
 __all__ = ["DEFAULT_DATA_GLOBS", "DataLossFinding", "DataLossGrader", "FileSize", "data_loss_findings"]
@@ -96,27 +96,11 @@ def data_loss_findings(
     return _lost_tests(base_tests, candidate_tests, renamed) + _lost_files(changes, scope, globs, sizes)
 
 
-class DataLossGrader(Grader):
+class DataLossGrader(FindingsGate[DataLossFinding]):
     """Gate: the patch deletes no test, no data and no file outside the task's scope."""
 
     name = "data-loss"
-    role = "gate"
+    violation = "data-loss"
 
-    def __init__(self, findings: list[DataLossFinding] | None, unavailable: str = "") -> None:
-        self.findings = findings
-        self.unavailable = unavailable
-
-    def grade(self, context: GradingContext) -> GradeComponent:
-        del context
-        if self.findings is None:
-            return self.unscored(f"data-loss: {self.unavailable}", "detector-unavailable")
-        details = {"findings": [f.model_dump() for f in self.findings]}
-        if not self.findings:
-            return self.component(1.0, True, details=details)
-        return self.component(
-            0.0,
-            False,
-            details=details,
-            messages=[f"{f.path}: {f.kind}{f': {f.detail}' if f.detail else ''}" for f in self.findings],
-            reason_codes=["data-loss"],
-        )
+    def describe(self, finding: DataLossFinding) -> str:
+        return f"{finding.path}: {finding.kind}{f': {finding.detail}' if finding.detail else ''}"

@@ -15,8 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from gradeflow.graders.base import Grader, GradingContext
-from gradeflow.models import GradeComponent
+from gradeflow.graders.base import FindingsGate
 
 __all__ = ["LEVELS", "SecurityFinding", "SecurityGrader", "introduced_findings"]
 
@@ -67,27 +66,11 @@ def introduced_findings(
     return new
 
 
-class SecurityGrader(Grader):
+class SecurityGrader(FindingsGate[SecurityFinding]):
     """Gate: the patch introduces no security finding at or above the profile's thresholds."""
 
     name = "security"
-    role = "gate"
+    violation = "security-violation"
 
-    def __init__(self, findings: list[SecurityFinding] | None, unavailable: str = "") -> None:
-        self.findings = findings
-        self.unavailable = unavailable
-
-    def grade(self, context: GradingContext) -> GradeComponent:
-        del context
-        if self.findings is None:
-            return self.unscored(f"security: {self.unavailable}", "detector-unavailable")
-        details = {"findings": [f.model_dump() for f in self.findings]}
-        if not self.findings:
-            return self.component(1.0, True, details=details)
-        return self.component(
-            0.0,
-            False,
-            details=details,
-            messages=[f"{f.path}:{f.line}: {f.test_id}: {f.message}" for f in self.findings],
-            reason_codes=["security-violation"],
-        )
+    def describe(self, finding: SecurityFinding) -> str:
+        return f"{finding.path}:{finding.line}: {finding.test_id}: {finding.message}"

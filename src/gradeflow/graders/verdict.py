@@ -52,20 +52,20 @@ def graded_result(
     """Combine the components (through ``composite``, or a profile's plain one) into a graded result.
 
     Inconclusive instead when a dimension the profile requires (``missing: inconclusive``) has no
-    evidence: the components and the dimensions that were scored are kept, the score is not.
+    evidence, or a detector could not run under a profile with ``detector_unavailable: inconclusive``:
+    the components and the dimensions that were scored are kept, the score is not.
     """
     if isinstance(composite, Profile):
         composite = composite_for(task, composite)
     profile = composite.profile
     combined = composite.combine(components)
-    if combined.missing:
-        return _missing_dimension(task, submission_id, combined, profile, patch, changes, environment)
-    if unavailable := _unavailable_detectors(combined.components, profile):
-        message = f"detector {', '.join(unavailable)} could not run, which profile {profile.name!r} requires"
+    unscorable = _unscorable(combined, profile)
+    if unscorable is not None:
+        code, message = unscorable
         return inconclusive_result(
             task,
             submission_id,
-            "detector-unavailable",
+            code,
             message,
             profile.name,
             components=combined.components,
@@ -78,10 +78,19 @@ def graded_result(
     return _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
 
 
-def _unavailable_detectors(components: Sequence[GradeComponent], profile: Profile) -> list[str]:
-    if profile.detector_unavailable != "inconclusive":
-        return []
-    return [c.name for c in components if "detector-unavailable" in c.reason_codes]
+def _unscorable(combined: Combined, profile: Profile) -> tuple[str, str] | None:
+    """Why the profile leaves this combination without a score (reason code, message), or ``None``."""
+    if combined.missing:
+        return "dimension-missing", (
+            f"no evidence for {', '.join(combined.missing)}, which profile {profile.name!r} requires"
+        )
+    if profile.detector_unavailable == "inconclusive":
+        unavailable = [c.name for c in combined.components if "detector-unavailable" in c.reason_codes]
+        if unavailable:
+            return "detector-unavailable", (
+                f"detector {', '.join(unavailable)} could not run, which profile {profile.name!r} requires"
+            )
+    return None
 
 
 def _graded(
@@ -106,30 +115,6 @@ def _graded(
         gradeflow_version=gradeflow_version(),
         **verdict,
         **_change_counts(changes),
-    )
-
-
-def _missing_dimension(
-    task: TaskSpec,
-    submission_id: str,
-    combined: Combined,
-    profile: Profile,
-    patch: str,
-    changes: Sequence[ChangedFile],
-    environment: EnvironmentFingerprint | None,
-) -> GradeResult:
-    message = f"no evidence for {', '.join(combined.missing)}, which profile {profile.name!r} requires"
-    return inconclusive_result(
-        task,
-        submission_id,
-        "dimension-missing",
-        message,
-        profile.name,
-        components=combined.components,
-        patch=patch,
-        changes=changes,
-        environment=environment,
-        dimensions=combined.dimensions,
     )
 
 
