@@ -68,6 +68,17 @@ class HarnessSummary(BaseModel):
     """Modules loaded through ``pytest11`` entry points: the candidate's runs load exactly these, by name."""
     canaries: bool = False
     """Whether the grader's canary tests ran with the expected outcomes."""
+    exit_reports_failures: bool = False
+    """Whether the command's exit status showed the must-fail canary's failure (non-zero) on the base.
+
+    When it did, a candidate run exiting 0 hid a failure: the must-fail canary always fails.
+    """
+    patched: list[str] = Field(default_factory=list)
+    """pytest internals the base run's own code replaced (a plugin's legitimate patch); others are tampering."""
+    foreign_code: list[str] = Field(default_factory=list)
+    """Files whose code ran as a layer of a test function on the base (decorators from libraries or helpers)."""
+    misplaced_code: list[str] = Field(default_factory=list)
+    """Tests whose function matched no definition in its own file on the base too (made by a factory)."""
 
 
 class TestRunEvidence(BaseModel):

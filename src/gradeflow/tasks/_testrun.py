@@ -9,7 +9,7 @@ from gradeflow.errors import InfraError
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
-from gradeflow.tasks._harness import Harness, RunFacts, check_run, harness_applies, read_record, record_cases, summarize
+from gradeflow.tasks._harness import Harness, RunFacts, check_run, read_record, record_cases, summarize
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, outcomes_for, parse_junit
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
@@ -39,12 +39,12 @@ def start_harness(
 ) -> Harness | None:
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
-    ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. A
-    candidate run gets the harness only when the base run showed that it works for this task.
+    ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. The base
+    run always gets it: whatever the command (``pytest``, a shell script, ``make test``), the plugin loads
+    wherever pytest runs with the inherited ``PYTEST_ADDOPTS``. A candidate run gets the harness only
+    when the base run showed that it works for this task (its record was written).
     ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
     """
-    if not harness_applies(command or task.tests.command):
-        return None
     if base is not None and base.harness is None:
         return None
     harness = Harness.fresh(task, tree, select)
@@ -130,7 +130,7 @@ def _harness_check(
     update: dict[str, object] = {"cases": cases}
     if against is None:
         if record is not None:
-            update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace)
+            update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace, evidence.exit_code)
         return evidence.model_copy(update=update)
     ids = test_ids(task)
     facts = RunFacts(
@@ -143,7 +143,7 @@ def _harness_check(
     )
     problems = check_run(harness, record, facts, against)
     if record is not None:
-        update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace)
+        update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace, evidence.exit_code)
     if problems and not evidence.junit_tampered:
         update.update(junit_tampered=True, junit_error="; ".join(problems))
     return evidence.model_copy(update=update)

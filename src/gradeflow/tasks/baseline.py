@@ -50,7 +50,7 @@ class Baseline(BaseModel):
     """The test command on the pristine base with hidden tests injected."""
 
 
-BASELINE_FORMAT = 3
+BASELINE_FORMAT = 4
 """Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
 3: the base is a git checkout, not an archive)."""
 
