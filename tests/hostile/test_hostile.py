@@ -68,3 +68,17 @@ def test_docker_corpus_leaves_no_container(corpus: Corpus, docker_client: Any) -
     del corpus
     left = own_containers(docker_client)
     assert not left, f"sandbox containers left behind: {[c[:12] for c in left]}"
+
+
+def test_a_tasks_setup_never_installs_into_gradeflows_environment(corpus: Corpus) -> None:
+    import importlib.metadata
+    import site
+    from pathlib import Path
+
+    graded = [name for (name, sandbox) in corpus.outcomes if sandbox == "local" and name.endswith("editable-fix")]
+    if not graded:
+        pytest.skip("no grade of the editable task was selected in this session")
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution("calc")
+    leftovers = [p for folder in site.getsitepackages() for p in Path(folder).glob("*editable*calc*")]
+    assert leftovers == []
