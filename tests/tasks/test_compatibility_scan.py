@@ -49,8 +49,25 @@ def test_candidate_code_is_never_imported(tmp_path: Path) -> None:
     assert breaks is not None and {b.object for b in breaks} == {"shapes.area", "shapes.perimeter"}
 
 
-def test_missing_package_is_unavailable(tmp_path: Path) -> None:
-    assert api_breaks(_checkout(tmp_path / "b", BASE), tmp_path, packages=["nowhere"]) is None
+def test_a_package_missing_on_the_base_is_unavailable(tmp_path: Path) -> None:
+    assert api_breaks(tmp_path, _checkout(tmp_path / "c", BASE), packages=["nowhere"]) is None
+
+
+@pytest.mark.parametrize("broken", ["unparseable", "removed"])
+def test_a_package_the_candidate_cannot_load_is_a_break_not_an_unavailable_detector(
+    tmp_path: Path, broken: str
+) -> None:
+    # Otherwise a patch that breaks its own package would turn the detector off, and under a profile
+    # with detector_unavailable: inconclusive make its own grade inconclusive.
+    base = _checkout(tmp_path / "b", BASE)
+    if broken == "unparseable":
+        candidate = _checkout(tmp_path / "c", "def area(w, h=1:\n    return w\n")
+    else:
+        candidate = tmp_path / "c"
+        (candidate / "tests").mkdir(parents=True)
+    breaks = api_breaks(base, candidate)
+    assert breaks is not None
+    assert [(b.object, b.kind, b.allowed) for b in breaks] == [("shapes", "Package cannot be loaded", False)]
 
 
 def test_single_module_under_src(tmp_path: Path) -> None:

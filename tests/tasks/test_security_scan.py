@@ -35,3 +35,21 @@ def test_flagged_line_text_is_the_key() -> None:
     findings = bandit_scan({"pkg/run.py": SHELL})
     assert findings is not None
     assert [f.code for f in findings if f.test_id == "B602"] == ["return subprocess.call(cmd, shell=True)"]
+
+
+def test_bandit_failing_on_the_base_is_unavailable_and_on_the_candidate_only_a_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gradeflow.tasks.security as security
+
+    real = security.bandit_scan
+
+    def failing_on(marker: str):  # type: ignore[no-untyped-def]
+        return lambda files: None if any(marker in text for text in files.values()) else real(files)
+
+    monkeypatch.setattr(security, "bandit_scan", failing_on("HANG"))
+    # The candidate's files make bandit fail: the candidate's doing, never an unavailable detector.
+    (finding,) = security_findings({"pkg/run.py": BASE}, {"pkg/run.py": BASE + "# HANG\n"}) or []
+    assert (finding.test_id, finding.severity, finding.confidence) == ("scan-failed", "HIGH", "HIGH")
+    # The base's files make it fail: the detector could not run.
+    assert security_findings({"pkg/run.py": BASE + "# HANG\n"}, {"pkg/run.py": BASE}) is None

@@ -3,7 +3,8 @@
 griffe loads each package with ``allow_inspection=False``: it parses the sources and never imports
 them, so no candidate code runs in the grader. The packages are the task's, or else the top-level
 import packages (folders with an ``__init__.py``) at the repository root or under ``src/``, tests left
-out. A package that fails to load on either side makes the detector unavailable (``None``).
+out. A package that fails to load on the base makes the detector unavailable (``None``); one the
+candidate cannot load is a break of that package, so no patch turns the detector off.
 """
 
 from __future__ import annotations
@@ -44,13 +45,31 @@ def _detail(old_value: object) -> str:
     return old_value.name if isinstance(old_value, griffe.Parameter) else ""
 
 
+_LOAD_ERRORS = (ImportError, OSError, SyntaxError, ValueError, griffe.GriffeError, griffe.LoadingError)
+
+
+class _BaseUnloadable(Exception):
+    """The base's package cannot be loaded: the detector cannot run (not the candidate's doing)."""
+
+
+def _load(package: str, root: Path) -> griffe.Object:
+    return griffe.load(
+        package, search_paths=[_search_path(root, package)], allow_inspection=False, try_relative_path=False
+    )
+
+
 def _breaks(package: str, base: Path, candidate: Path) -> list[CompatibilityBreak]:
-    old = griffe.load(
-        package, search_paths=[_search_path(base, package)], allow_inspection=False, try_relative_path=False
-    )
-    new = griffe.load(
-        package, search_paths=[_search_path(candidate, package)], allow_inspection=False, try_relative_path=False
-    )
+    try:
+        old = _load(package, base)
+    except _LOAD_ERRORS as exc:
+        raise _BaseUnloadable(package) from exc
+    try:
+        new = _load(package, candidate)
+    except _LOAD_ERRORS as exc:
+        # The patch left the package unparseable or removed it: every importer breaks. Counted as a
+        # break, so a patch cannot turn the detector off (and a strict grade inconclusive) by breaking it.
+        why = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        return [CompatibilityBreak(object=package, kind="Package cannot be loaded", detail=why)]
     return [
         CompatibilityBreak(object=b.obj.path, kind=b.kind.value, detail=_detail(b.old_value))
         for b in griffe.find_breaking_changes(old, new)
@@ -60,10 +79,13 @@ def _breaks(package: str, base: Path, candidate: Path) -> list[CompatibilityBrea
 def api_breaks(
     base: Path, candidate: Path, packages: list[str] | None = None, allow: list[str] | None = None
 ) -> list[CompatibilityBreak] | None:
-    """Every break from ``base`` to ``candidate`` (checkout folders), or ``None`` when one cannot load."""
+    """Every break from ``base`` to ``candidate`` (checkout folders), or ``None`` when the base cannot load.
+
+    A package the candidate cannot load (a syntax error, removed) is one break of that package.
+    """
     names = packages if packages is not None else top_level_packages(base)
     try:
         breaks = [b for name in names for b in _breaks(name, base, candidate)]
-    except (ImportError, OSError, SyntaxError, griffe.GriffeError):
+    except _BaseUnloadable:
         return None
     return mark_allowed(breaks, allow or [])

@@ -67,7 +67,7 @@ def check_compatibility(task_spec: TaskSpec, snapshot: Snapshot, baseline: Basel
     """The compatibility gate: griffe's public-API breaks from the base to the candidate."""
     spec = task_spec.compatibility
     breaks = api_breaks(baseline.pristine, _workspace(snapshot), spec.packages, spec.allow)
-    grader = CompatibilityGrader(breaks, unavailable="a package could not be loaded on the base or the candidate")
+    grader = CompatibilityGrader(breaks, unavailable="a package could not be loaded on the base")
     return grader.grade(GradingContext(task=task_spec, workspace=snapshot.view()))
 
 

@@ -69,8 +69,26 @@ def security_findings(
     severity: Level = "MEDIUM",
     confidence: Level = "MEDIUM",
 ) -> list[SecurityFinding] | None:
-    """The findings the candidate's Python files add over the base's, or ``None`` when bandit cannot run."""
-    before, after = bandit_scan(_python(base)), bandit_scan(_python(candidate))
-    if before is None or after is None:
+    """The findings the candidate's Python files add over the base's, or ``None`` when bandit cannot run.
+
+    bandit failing on the base's files is the detector's failure (``None``). Failing only on the
+    candidate's (files that make it time out or crash) is the candidate's: one finding that counts, so
+    no patch turns the scan off, nor makes a grade inconclusive under ``detector_unavailable: inconclusive``.
+    """
+    before = bandit_scan(_python(base))
+    if before is None:
         return None
+    after = bandit_scan(_python(candidate))
+    if after is None:
+        return [
+            SecurityFinding(
+                path=".",
+                line=0,
+                test_id="scan-failed",
+                severity="HIGH",
+                confidence="HIGH",
+                code="",
+                message="bandit scanned the base's files but could not scan the candidate's (timed out or crashed)",
+            )
+        ]
     return introduced_findings(before, after, severity, confidence)
