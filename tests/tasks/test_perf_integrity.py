@@ -192,7 +192,8 @@ def assert_faked_out(perf: GradeComponent, reason: str) -> None:
 def assert_honest_2x(perf: GradeComponent) -> None:
     speedup = perf.details["speedup"]
     assert isinstance(speedup, float)
-    assert abs(perf.score - perf_score(2.0, 1.15, 4.0)) <= 0.05, perf
+    # Half the work measures 2x; a shared 2-core machine under load moves one grade's figure by up to ~12%.
+    assert 1.75 <= speedup <= 2.25, perf
     assert perf.score == pytest.approx(perf_score(speedup, 1.15, 4.0), abs=1e-3)
     assert perf.reason_codes == ["perf-below-min-speedup"], perf
 
