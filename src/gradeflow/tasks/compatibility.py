@@ -52,7 +52,7 @@ class _BaseUnloadable(Exception):
     """The base's package cannot be loaded: the detector cannot run (not the candidate's doing)."""
 
 
-def _load(package: str, root: Path) -> griffe.Object:
+def _load(package: str, root: Path) -> griffe.Object | griffe.Alias:
     return griffe.load(
         package, search_paths=[_search_path(root, package)], allow_inspection=False, try_relative_path=False
     )
