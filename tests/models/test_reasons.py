@@ -48,6 +48,7 @@ NOT_CODES = {
     "test-removed",
     "file-removed",
     "data-removed",
+    "scan-failed",
     "data-truncated",
     "latin-1",
     "utf-8",

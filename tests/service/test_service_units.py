@@ -130,8 +130,9 @@ def test_a_bad_webhook_config_names_the_key(tmp_path: Path, text: str, message: 
 def test_the_deployments_carry_the_schedule_and_the_form(tmp_path: Path) -> None:
     file = tmp_path / "gradeflow.yaml"
     file.write_text("schedule: '0 4 * * 1'\ntimezone: Europe/Paris\nconcurrency: 3\n")
-    grade, evaluate = build_deployments(load_service_config(file), work_pool="p")
-    assert (grade.name, evaluate.name) == ("grade-submission", "evaluate-suite")
+    grade, evaluate, review = build_deployments(load_service_config(file), work_pool="p")
+    assert (grade.name, evaluate.name, review.name) == ("grade-submission", "evaluate-suite", "ask-reviewer")
+    assert review.entrypoint == "gradeflow.service.review.review_grade" and review.schedules == []
     assert grade.entrypoint == "gradeflow.service.flows.grade_request"
     assert grade.schedules == [] and grade.work_pool_name == "p"
     schedule = evaluate.schedules[0].schedule

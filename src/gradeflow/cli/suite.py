@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
@@ -59,6 +59,11 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument("--json", action="store_true", help="print the report as JSON")
     report.add_argument("--html", help="write a self-contained HTML page with plots here")
+    report.add_argument(
+        "--reviews",
+        action="store_true",
+        help="compare the automatic verdicts with the reviewers' answers: agreement, Cohen's kappa, disagreements",
+    )
 
 
 def run_suite_command(args: argparse.Namespace) -> int:
@@ -138,12 +143,15 @@ def _report(args: argparse.Namespace) -> int:
     ledger = Ledger(args.ledger)
     try:
         records = ledger.records()
+        reviews = ledger.reviews() if args.reviews or args.html else []
     finally:
         ledger.close()
     by = [name.strip() for name in args.by.split(",") if name.strip()]
+    if args.reviews:
+        return _review_report(args, records, reviews, by)
     report = build_report(records, by, pair=tuple(args.compare) if args.compare else None, seed=args.seed)
     if args.html:
-        _write(Path(args.html), render_html(report, records))
+        _write(Path(args.html), render_html(report, records, reviews))
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0
@@ -161,6 +169,38 @@ def _report(args: argparse.Namespace) -> int:
         )
     if report.comparison:
         print(report.comparison.verdict)
+    return 0
+
+
+def _review_report(args: argparse.Namespace, records: list[Any], reviews: list[Any], by: list[str]) -> int:
+    from gradeflow.evaluation.report import build_report
+    from gradeflow.evaluation.report_html import render_html
+    from gradeflow.evaluation.reviews import review_report
+
+    found = review_report(records, reviews, by)
+    if args.html:
+        _write(Path(args.html), render_html(build_report(records, by, seed=args.seed), records, reviews))
+    if args.json:
+        print(found.model_dump_json(indent=2))
+        return 0
+    print(f"{len(found.reviewed)} reviewed grades of {len(records)}, by {', '.join(by)}")
+    for stats in [*found.groups, found.overall]:
+        label = " / ".join(stats.key.values()) or "overall"
+        kappa = "–" if stats.kappa is None else f"{stats.kappa:.2f}"
+        print(
+            f"  {label}: reviewed={stats.reviewed} agreement={_share(stats.agreement)} kappa={kappa} "
+            f"timed out={stats.timed_out}"
+        )
+    if found.disagreements:
+        print("disagreements (automatic verdict -> reviewer's):")
+    for grade in found.disagreements:
+        score = "–" if grade.score is None else f"{grade.score:.3f}"
+        verdict = "approve" if grade.passed else "reject"
+        print(
+            f"  {grade.task_id} {grade.run_id} [{' / '.join(grade.key.values())}]: score {score} "
+            f"{grade.automatic_decision} ({verdict}) -> {grade.final_decision} by {grade.reviewer}; "
+            f"reasons: {', '.join(grade.reason_codes) or 'none'}"
+        )
     return 0
 
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import (
@@ -45,7 +45,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from gradeflow.errors import InfraError, SpecError
 from gradeflow.models import Decision, Status
 
-__all__ = ["DEFAULT_LEDGER", "GradeRecord", "Ledger", "ledger_url"]
+__all__ = ["DEFAULT_LEDGER", "GradeRecord", "Ledger", "ReviewDecision", "ReviewRecord", "ledger_url"]
 
 DEFAULT_LEDGER = Path(".gradeflow") / "ledger.db"
 
@@ -139,6 +139,51 @@ class _GradeRow(_Base):
 
 
 _COLUMNS = [c.name for c in _GradeRow.__table__.columns if c.name != "id"]
+
+
+ReviewDecision = Literal["approve", "reject", "retry", "timed-out"]
+
+
+class ReviewRecord(BaseModel):
+    """A person's answer to a grade's review request (or its timeout), kept beside the grade.
+
+    The reviewer's note is not here: it goes to a Prefect artifact on the review run, never the ledger.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content_key: str
+    run_id: str
+    """With ``content_key``, the key of the grade reviewed."""
+    reviewer: str
+    """Self-declared (a self-hosted Prefect server has no users); empty when the review timed out."""
+    decision: ReviewDecision
+    automatic_decision: Decision
+    """The grader's decision, kept beside the reviewer's."""
+    review_run_id: str = ""
+    """The ``review-grade`` flow run that asked."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def grade_key(self) -> tuple[str, str]:
+        return self.content_key, self.run_id
+
+
+class _ReviewRow(_Base):
+    __tablename__ = "gradeflow_reviews"
+    __table_args__ = (UniqueConstraint("content_key", "run_id", "review_run_id", name="uq_gradeflow_reviews_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    content_key: Mapped[str] = mapped_column(String(64), index=True)
+    run_id: Mapped[str] = mapped_column(String(200))
+    reviewer: Mapped[str] = mapped_column(String(200))
+    decision: Mapped[str] = mapped_column(String(32))
+    automatic_decision: Mapped[str] = mapped_column(String(32))
+    review_run_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+_REVIEW_COLUMNS = [c.name for c in _ReviewRow.__table__.columns if c.name != "id"]
 
 
 def ledger_url(explicit: str | None = None) -> str:
@@ -243,6 +288,35 @@ class Ledger:
             rows = connection.execute(select(_GradeRow.__table__).order_by(_GradeRow.id)).mappings()
             found = [_to_record(row) for row in rows]
         return found if wanted is None else [r for r in found if r.key in wanted]
+
+    def add_review(self, review: ReviewRecord) -> bool:
+        """Record a review answer; ``False`` when that review run's answer was already recorded."""
+        table = cast(Table, _ReviewRow.__table__)
+        values = review.model_dump(mode="python")
+        try:
+            with self._engine.begin() as connection:
+                if self.dialect in ("sqlite", "postgresql"):
+                    dialect = sqlite if self.dialect == "sqlite" else postgresql
+                    stmt: Any = dialect.insert(table).values(values).on_conflict_do_nothing()
+                    return connection.execute(stmt.returning(table.c.id)).first() is not None
+                connection.execute(insert(table).values(values))
+                return True
+        except IntegrityError:
+            return False
+
+    def reviews(self) -> list[ReviewRecord]:
+        """Every review answer, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(_ReviewRow.__table__).order_by(_ReviewRow.id)).mappings()
+            found = []
+            for row in rows:
+                values = {name: row[name] for name in _REVIEW_COLUMNS}
+                created: datetime = values["created_at"]
+                values["created_at"] = (
+                    created.replace(tzinfo=UTC) if created.tzinfo is None else created.astimezone(UTC)
+                )
+                found.append(ReviewRecord.model_validate(values))
+            return found
 
     def close(self) -> None:
         """Release the connection pool."""

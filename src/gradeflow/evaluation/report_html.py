@@ -13,8 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
-from gradeflow.evaluation.ledger import GradeRecord
+from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
 from gradeflow.evaluation.report import GroupStats, Report, group_records
+from gradeflow.evaluation.reviews import review_report
 
 __all__ = ["render_html"]
 
@@ -197,8 +198,38 @@ def _table(rows: Sequence[GroupStats]) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
-def render_html(report: Report, records: Sequence[GradeRecord]) -> str:
-    """The whole page for ``report`` (built from ``records``): one string, nothing to fetch."""
+def _reviews_section(records: Sequence[GradeRecord], reviews: Sequence[ReviewRecord], by: Sequence[str]) -> str:
+    if not reviews:
+        return ""
+    found = review_report(records, reviews, by)
+    rows = "".join(
+        f"<tr><td>{escape(' / '.join(s.key.values()) or 'overall')}</td><td>{s.reviewed}</td>"
+        f"<td>{_num(s.agreement)}</td><td>{_num(s.kappa)}</td><td>{s.timed_out}</td></tr>"
+        for s in [*found.groups, found.overall]
+    )
+    lines = "".join(
+        f"<tr><td>{escape(g.task_id)}</td><td>{escape(g.run_id)}</td><td>{escape(' / '.join(g.key.values()))}</td>"
+        f"<td>{_num(g.score)}</td><td>{escape(g.automatic_decision)}</td><td>{escape(g.final_decision)}</td>"
+        f"<td>{escape(g.reviewer)}</td><td>{escape(', '.join(g.reason_codes))}</td></tr>"
+        for g in found.disagreements
+    )
+    return (
+        "<h2>Reviews</h2><p>The automatic verdict (approve when passed) against the reviewer's (reject and retry "
+        "count as reject); the final decision of a reviewed grade is the reviewer's.</p>"
+        "<table><tr><th>configuration</th><th>reviewed</th><th>agreement</th><th>Cohen's kappa</th>"
+        f"<th>timed out</th></tr>{rows}</table>"
+        "<h3>Disagreements</h3><table><tr><th>task</th><th>run</th><th>configuration</th><th>score</th>"
+        f"<th>automatic</th><th>reviewer</th><th>by</th><th>reason codes</th></tr>{lines}</table>"
+    )
+
+
+def _num(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def render_html(report: Report, records: Sequence[GradeRecord], reviews: Sequence[ReviewRecord] = ()) -> str:
+    """The whole page for ``report`` (built from ``records``, with the ``reviews`` answering them): one
+    string, nothing to fetch."""
     members = [group for _, group in group_records(records, report.by)]
     verdict = (
         f'<p class="verdict">{escape(report.comparison.verdict)}</p>'
@@ -218,5 +249,6 @@ def render_html(report: Report, records: Sequence[GradeRecord]) -> str:
         f"<h2>Reason codes</h2>{_reason_plot(report.groups, members)}"
         f"<h2>Per configuration</h2>{_table(report.groups)}"
         f"<h2>Per configuration and task</h2>{_table(report.by_task)}"
+        f"{_reviews_section(records, reviews, report.by)}"
         "</body></html>\n"
     )

@@ -75,6 +75,7 @@ _GRADER = {
     "grader-error": "a custom grader raised: its component is unscored",
     "dimension-missing": "a dimension the profile requires has no evidence",
     "detector-unavailable": "a hard-stop detector could not run (tool missing, source unparseable): unscored",
+    "review-timed-out": "a grade's review request got no answer within review.timeout_hours",
 }
 _ENVIRONMENT = {
     "sandbox-unavailable": "the sandbox could not start or run a command (inconclusive)",

@@ -233,6 +233,8 @@ class ReviewSpec(_Spec):
 
     expected_files: list[str] | None = None
     """Globs of the files the change belongs in; when omitted, ``constraints.allowed_files``."""
+    questions: list[str] = Field(default_factory=list)
+    """What a person asked to review a grade of this task should check (shown in the review form)."""
 
 
 class SecuritySpec(_Spec):

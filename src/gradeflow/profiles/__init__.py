@@ -79,6 +79,11 @@ class ReviewPolicy(_Policy):
     """A changed function over this many lines, and longer than before, is a regression."""
     weights: dict[ReviewAspect, float] = Field(default_factory=lambda: dict.fromkeys(_ASPECTS, 1.0))
     """Weight of each aspect; an aspect left out (or weighing 0) is not scored."""
+    ask_human: list[str] = Field(default_factory=list)
+    """Reason codes that make a served grade ask a person (a ``review-grade`` run), whatever its decision;
+    a served grade that ends ``human-review`` always asks."""
+    timeout_hours: float = Field(default=24.0, gt=0)
+    """How long a review run waits for its answer before it records ``review-timed-out``."""
 
     @model_validator(mode="after")
     def _ordered(self) -> ReviewPolicy:
@@ -116,12 +121,13 @@ class Profile(_Policy):
         unknown = sorted({d for d in self.components.values() if d not in self.dimensions})
         if unknown:
             raise ValueError(f"components: maps to undeclared dimensions {', '.join(unknown)}")
-        typos = unknown_reason_codes(self.hard_gates, self.reason_codes)
-        if typos:
-            raise ValueError(
-                f"hard_gates: unknown reason code {', '.join(map(repr, typos))} (declare a custom grader's codes "
-                "in the profile's reason_codes)"
-            )
+        for key, codes in (("hard_gates", self.hard_gates), ("review.ask_human", self.review.ask_human)):
+            typos = unknown_reason_codes(codes, self.reason_codes)
+            if typos:
+                raise ValueError(
+                    f"{key}: unknown reason code {', '.join(map(repr, typos))} (declare a custom grader's codes "
+                    "in the profile's reason_codes)"
+                )
         return self
 
     def dimension_of(self, component: GradeComponent) -> str:

@@ -1,8 +1,10 @@
-"""``gradeflow serve`` and ``gradeflow deploy --pool NAME``: the two service deployments.
+"""``gradeflow serve`` and ``gradeflow deploy --pool NAME``: the three service deployments.
 
 - ``grade-request/grade-submission``: grades one :class:`GradeRequest`; the webhook receiver starts its runs.
 - ``evaluate-request/evaluate-suite``: evaluates the configured suite on the configured cron schedule
   (default nightly, 02:00 UTC).
+- ``review-grade/ask-reviewer``: asks a person about one grade (:mod:`gradeflow.service.review`); a
+  served grade that needs a review starts its runs.
 
 ``serve`` runs both in this process (``prefect.serve``); ``deploy`` registers them on a ``process``
 work pool (created when missing) for ``prefect worker start --pool NAME`` processes to pull. Both make
@@ -14,6 +16,7 @@ Entry points are module paths, so any worker with gradeflow installed can run th
 from __future__ import annotations
 
 from contextlib import suppress
+from typing import cast
 
 from prefect import serve
 from prefect.client.orchestration import get_client
@@ -27,6 +30,7 @@ from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
 from gradeflow.service.params import EvaluateRequest
+from gradeflow.service.review import review_grade
 
 __all__ = [
     "EVALUATE_DEPLOYMENT",
@@ -68,8 +72,16 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
         work_pool_name=work_pool,
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
-    assert isinstance(grade, RunnerDeployment) and isinstance(evaluate, RunnerDeployment)
-    return [grade, evaluate]
+    review = review_grade.to_deployment(
+        name="ask-reviewer",
+        description="Ask a person about one grade (started by a served grade that needs a review).",
+        tags=["gradeflow", "review"],
+        work_pool_name=work_pool,
+        entrypoint_type=EntrypointType.MODULE_PATH,
+    )
+    deployments = [grade, evaluate, review]
+    assert all(isinstance(d, RunnerDeployment) for d in deployments)
+    return cast(list[RunnerDeployment], deployments)
 
 
 def ensure_sandbox_limit(slots: int) -> None:

@@ -71,14 +71,40 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
     if isinstance(result, GradeResult):
         result = withhold_hidden_timings(task_spec, result)
         _tag_run(run_tags(request, result))
-        if request.ledger:
-            _record(request, session, submission, result)
+        content_key = _record(request, session, submission, result)
         get_run_logger().info("%s", result.summary())
+        _ask_for_review(request, session, result, content_key)
     return outcome
 
 
-def _record(request: GradeRequest, session: Session, submission: Submission, result: GradeResult) -> None:
-    """Add the grade to the request's ledger; a re-run of the same submission adds nothing."""
+def _ask_for_review(request: GradeRequest, session: Session, result: GradeResult, content_key: str) -> None:
+    """Start a ``review-grade`` run when a served grade needs a person (see :mod:`gradeflow.service.review`)."""
+    policy = session.profile.review
+    if result.status != "graded" or flow_run.get_deployment_id() is None:
+        return  # a one-shot call, or nothing a person could judge
+    if result.decision != "human-review" and not set(result.reason_codes) & set(policy.ask_human):
+        return
+    from prefect.deployments import run_deployment
+
+    from gradeflow.service.review import REVIEW_DEPLOYMENT, ReviewRequest
+
+    review = ReviewRequest.for_grade(
+        result,
+        content_key=content_key,
+        run_id=request.submission_id,
+        ledger=request.ledger,
+        questions=session.task_spec.review.questions,
+        timeout_hours=policy.timeout_hours,
+    )
+    started = run_deployment(
+        REVIEW_DEPLOYMENT, parameters={"request": review.model_dump(mode="json")}, timeout=0, as_subflow=False
+    )
+    get_run_logger().info("asked for a review: flow run %s", getattr(started, "id", started))
+
+
+def _record(request: GradeRequest, session: Session, submission: Submission, result: GradeResult) -> str:
+    """Add the grade to the request's ledger (when it names one); a re-run of the same submission adds
+    nothing. Returns the grade's content key."""
     from gradeflow.evaluation.ledger import Ledger
     from gradeflow.evaluation.records import PlannedGrade, record_for
     from gradeflow.evaluation.suite import SuiteItem, content_key, patch_hash
@@ -98,11 +124,13 @@ def _record(request: GradeRequest, session: Session, submission: Submission, res
         patch_hash=digest,
         repository_revision=session.base.revision,
     )
-    ledger = Ledger(request.ledger)
-    try:
-        ledger.add(record_for(planned, result, sum(result.timings.values())))
-    finally:
-        ledger.close()
+    if request.ledger:
+        ledger = Ledger(request.ledger)
+        try:
+            ledger.add(record_for(planned, result, sum(result.timings.values())))
+        finally:
+            ledger.close()
+    return planned.content_key
 
 
 @flow(name="evaluate-request", flow_run_name="evaluate-nightly", persist_result=False)
