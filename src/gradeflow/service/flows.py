@@ -17,7 +17,7 @@ from uuid import UUID
 from prefect import flow, get_run_logger
 from prefect.client.orchestration import get_client
 from prefect.concurrency.sync import concurrency
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 from prefect.states import State
 
 from gradeflow.errors import SpecError
@@ -80,7 +80,7 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
 def _ask_for_review(request: GradeRequest, session: Session, result: GradeResult, content_key: str) -> None:
     """Start a ``review-grade`` run when a served grade needs a person (see :mod:`gradeflow.service.review`)."""
     policy = session.profile.review
-    if result.status != "graded" or flow_run.get_deployment_id() is None:
+    if result.status != "graded" or deployment.get_id() is None:
         return  # a one-shot call, or nothing a person could judge
     if result.decision != "human-review" and not set(result.reason_codes) & set(policy.ask_human):
         return
@@ -96,9 +96,13 @@ def _ask_for_review(request: GradeRequest, session: Session, result: GradeResult
         questions=session.task_spec.review.questions,
         timeout_hours=policy.timeout_hours,
     )
-    started = run_deployment(
-        REVIEW_DEPLOYMENT, parameters={"request": review.model_dump(mode="json")}, timeout=0, as_subflow=False
-    )
+    try:
+        started = run_deployment(
+            REVIEW_DEPLOYMENT, parameters={"request": review.model_dump(mode="json")}, timeout=0, as_subflow=False
+        )
+    except Exception as exc:  # the grade stands; the missing review is in the run's log
+        get_run_logger().error("could not start the review run (%s): %s", REVIEW_DEPLOYMENT, type(exc).__name__)
+        return
     get_run_logger().info("asked for a review: flow run %s", getattr(started, "id", started))
 
 
