@@ -82,7 +82,7 @@ def test_a_profile_naming_an_unknown_code_under_ask_human_is_refused(tmp_path: P
 
     profile = tmp_path / "p.yaml"
     profile.write_text("name: p\nreview:\n  ask_human: [fail-to-pass-faling]\n")
-    with pytest.raises(SpecError, match="review.ask_human: unknown reason code 'fail-to-pass-faling'"):
+    with pytest.raises(SpecError, match=r"review\.ask_human: unknown reason code 'fail-to-pass-faling'"):
         load_profile(str(profile))
 
 
