@@ -23,6 +23,16 @@ TASK = TaskSpec.model_validate(make_task())
 
 # Each row: a minimal snippet of a non-test module and the kind it must be flagged with.
 FLAGGED: list[tuple[str, str, str]] = [
+    ("closure-cell", "def f(g):\n    g.__closure__[0].cell_contents = None", "function-internals"),
+    ("closure-getattr", "def f(g):\n    return getattr(g, '__closure__')", "function-internals"),
+    ("defaults", "def f(g):\n    return g.__defaults__[0]", "function-internals"),
+    ("code-swap", "def f(g, h):\n    g.__code__ = h.__code__", "function-internals"),
+    (
+        "code-replace",
+        "def f(g, h):\n    return g.__code__.replace(co_filename='tests/test_x.py')",
+        "function-internals",
+    ),
+    ("code-type", "import types\nCode = types.CodeType", "function-internals"),
     # pytest and its internals, however they are reached
     ("import", "import pytest", "pytest-internals"),
     ("import-as", "import pytest as p", "pytest-internals"),
@@ -230,6 +240,11 @@ CLEAN: list[tuple[str, str]] = [
     ("format-xml-name", "NAME = '%s.xml' % name"),
     ("module-main-check", "import __main__\nINTERACTIVE = not hasattr(__main__, '__file__')"),
     ("lru-cache", "import functools\n@functools.lru_cache\ndef f():\n    return 1"),
+    ("read-code-object", "def arity(f):\n    return f.__code__.co_argcount"),
+    (
+        "wraps",
+        "import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n    return g",
+    ),
 ]
 
 

@@ -152,6 +152,7 @@ TamperKind = Literal[
     "dynamic-exec",
     "entry-points",
     "frame-walk",
+    "function-internals",
     "gc-objects",
     "import-hook",
     "os-exit",

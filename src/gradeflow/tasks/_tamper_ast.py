@@ -406,6 +406,10 @@ class _Scanner:
         rule = identifier_rule(node.attr, attribute=True)
         if rule is not None:
             self._hit(node, rule[0], node.attr, rule[1])
+        if node.attr == "__code__" and isinstance(node.ctx, ast.Store):
+            self._hit(node, "function-internals", "__code__", "replaces a function's code in place")
+        if node.attr == "replace" and isinstance(node.value, ast.Attribute) and node.value.attr == "__code__":
+            self._hit(node, "function-internals", "__code__.replace", "rebuilds a function's code object")
         self._chain_rule(node, self._chain(node))
 
     def _chain_rule(self, node: ast.AST, chain: str | None) -> None:
@@ -425,6 +429,11 @@ class _Scanner:
             self._modules_key(node.args[0], store=name.endswith(("setdefault", "__setitem__")))
         if isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS:
             self._folded(node)
+        if name in ("getattr", "setattr", "hasattr") and len(node.args) >= 2:
+            attribute, literal = _fold(node.args[1])
+            rule = identifier_rule(attribute, attribute=True) if literal else None
+            if rule is not None:
+                self._hit(node, rule[0], attribute, rule[1])
         self._patcher(node, name)
         self._xml_write(node, name)
         self._argv_parser(node)

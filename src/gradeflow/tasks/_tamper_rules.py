@@ -52,6 +52,8 @@ _MODULES: dict[str, Rule] = {
 }
 
 CHAINS: dict[str, Rule] = {
+    "types.CodeType": ("function-internals", "builds a code object (how a function's code is swapped in place)"),
+    "types.CellType": ("function-internals", "builds a closure cell (how a function's state is swapped)"),
     "gc.get_objects": ("gc-objects", "walks every live object (how code finds pytest's Config)"),
     "gc.get_referrers": ("gc-objects", "walks the objects referring to another (how code finds pytest's Config)"),
     "gc.get_referents": ("gc-objects", "walks the objects another refers to"),
@@ -155,6 +157,10 @@ _ATTRIBUTES: dict[str, Rule] = {
     "f_back": ("frame-walk", "climbs the call stack (how code reaches the test runner's frames)"),
     "f_locals": ("frame-walk", "reads another frame's variables"),
     "cmdline": ("argv-read", "reads a process's command line (where the report path is)"),
+    "__closure__": ("function-internals", "reaches into a function's closure (where a plugin keeps its state)"),
+    "cell_contents": ("function-internals", "reads or rewrites a closure cell (where a plugin keeps its state)"),
+    "__defaults__": ("function-internals", "reaches into a function's default arguments"),
+    "__kwdefaults__": ("function-internals", "reaches into a function's default arguments"),
 }
 """Attribute names that are suspect only as attributes (a variable called ``cmdline`` is fine)."""
 
