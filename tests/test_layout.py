@@ -1,6 +1,6 @@
 """The floor plan: packages in layers, imports only point down or sideways, no circles, few flat modules.
 
-Layers, top down: the faces (``cli``, ``api``), ``service``, ``flows``, ``tasks``, then ``graders`` /
+Layers, top down: the faces (``cli``, ``api``), ``service`` and ``authoring``, ``flows``, ``tasks``, then ``graders`` /
 ``sandbox`` / ``evaluation``, then ``models`` / ``profiles`` / ``spec``, then the plumbing every layer
 may use (``errors``, ``config``, ``logs``). Every import counts, those inside functions too.
 """
@@ -19,6 +19,7 @@ LAYERS = {
     "cli": 0,
     "api": 0,
     "service": 1,
+    "authoring": 1,
     "flows": 2,
     "tasks": 3,
     "graders": 4,

@@ -16,6 +16,7 @@ from gradeflow.cli.checkout import add_checkout_command, run_checkout
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
+from gradeflow.cli.task import TASK_COMMANDS, add_task_commands, run_task_command
 from gradeflow.config import gradeflow_version
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     add_service_commands(sub)
     add_server_commands(sub)
     add_checkout_command(sub)
+    add_task_commands(sub)
     return parser
 
 
@@ -106,6 +108,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_server_command(args)
     if args.command == "checkout":
         return run_checkout(args)
+    if args.command in TASK_COMMANDS:
+        return run_task_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)

@@ -1,0 +1,239 @@
+"""``gradeflow task new``: a task spec derived from a repository, a base and a reference fix.
+
+Every input is checked before any flow runs (``SpecError``, exit 2): the test command's ``{junit}``,
+the repository, the revisions, the reference patch and whether it applies. Then the test files the
+reference adds or edits are written beside the task spec as its hidden tests (``hidden_tests/``), the
+rest of the reference as ``reference.diff``, and the tests run ``repeat`` times on the base and on the
+base with the reference, both with the hidden tests injected, exactly as a grade runs them. The lists
+follow :func:`~gradeflow.authoring.derive.derive_tests`; the written spec is then validated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from prefect import flow
+from pydantic import BaseModel, ConfigDict
+
+from gradeflow.authoring.derive import DerivedTests, derive_tests
+from gradeflow.authoring.patches import (
+    applied_tree,
+    commit_of,
+    copy_files,
+    diff_between,
+    is_test_path,
+    run_git,
+    split_diff,
+)
+from gradeflow.errors import BaselineBroken, SpecError
+from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
+from gradeflow.flows.validate import ValidationReport, doctest_warnings, validate_task
+from gradeflow.models import TaskSpec, TaskType, TestsSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.spec import load_task
+from gradeflow.tasks.flaky import RepeatedRuns, repeat_tests
+from gradeflow.tasks.repo import BaseRef
+
+__all__ = [
+    "HIDDEN_FOLDER",
+    "REFERENCE_FILE",
+    "NewTask",
+    "NewTaskRequest",
+    "PreparedTask",
+    "new_task",
+    "prepare_new_task",
+]
+
+HIDDEN_FOLDER = "hidden_tests"
+"""The hidden tests' folder, beside the task spec."""
+REFERENCE_FILE = "reference.diff"
+"""The reference patch without its test files, beside the task spec."""
+Progress = Callable[[str], None]
+
+
+class NewTaskRequest(BaseModel):
+    """What ``task new`` was asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    repo: Path
+    base: str
+    reference: Path | None = None
+    """A patch file; or ``fix_commit``."""
+    fix_commit: str | None = None
+    """A commit whose difference from ``base`` is the reference."""
+    tests: str
+    out: Path
+    type: TaskType = "bugfix"
+    repeat: int = 3
+    task_id: str | None = None
+    setup: str | None = None
+
+
+class NewTask(BaseModel):
+    """What was written and what validation found."""
+
+    path: Path
+    derived: DerivedTests
+    hidden: list[str]
+    """The hidden test files, relative to the repository root."""
+    report: ValidationReport
+
+
+def _read_reference(request: NewTaskRequest, repo: Path, base: str) -> str:
+    if request.fix_commit is not None:
+        patch = diff_between(repo, base, commit_of(repo, request.fix_commit, "--fix-commit"))
+        what = f"--fix-commit: {request.fix_commit}"
+    else:
+        assert request.reference is not None
+        try:
+            patch = request.reference.read_bytes().decode("utf-8", errors="surrogateescape")
+        except OSError as exc:
+            raise SpecError(f"--reference: cannot read {request.reference}: {exc.strerror or exc}") from None
+        what = f"--reference: {request.reference}"
+    if not split_diff(patch):
+        raise SpecError(f"{what} holds no change (not a unified diff, or empty)")
+    return patch
+
+
+def _check_repo(repo: Path) -> None:
+    if not repo.is_dir():
+        raise SpecError(f"--repo: {repo} is not a folder")
+    if run_git(repo, "rev-parse", "--git-dir", check=False).returncode != 0:
+        raise SpecError(f"--repo: {repo} is not a git repository")
+
+
+def _task_id(request: NewTaskRequest) -> str:
+    raw = request.task_id or request.out.resolve().parent.name or request.repo.resolve().name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", raw).strip("-._")[:128] or "task"
+    if request.task_id is not None and name != request.task_id:
+        raise SpecError(f"--task-id: {request.task_id!r} is not an id (letters, digits, . _ -)")
+    return name
+
+
+def _write_inputs(
+    request: NewTaskRequest, repo: Path, base: str, patch: str
+) -> tuple[dict[str, object], list[str], list[str]]:
+    """Hidden tests and reference.diff written beside the task spec: the spec's skeleton, the tree's files
+    (base plus reference) and the hidden test files."""
+    folder = request.out.resolve().parent
+    test_globs = TestsSpec(command="{junit}").test_files
+    blocks = split_diff(patch)
+    hidden = [b.new for b in blocks if b.adds_or_edits and b.new and is_test_path(b.new, test_globs)]
+    with applied_tree(repo, base, patch, f"--reference ({len(blocks)} files)") as tree:
+        files = run_git(tree, "ls-files", "-co", "-z").stdout.split("\0")
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(folder / HIDDEN_FOLDER, ignore_errors=True)
+        copy_files(tree, hidden, folder / HIDDEN_FOLDER)
+    (folder / REFERENCE_FILE).write_text(
+        "".join(b.text for b in blocks if b.new not in hidden), encoding="utf-8", errors="surrogateescape"
+    )
+    tests: dict[str, object] = {"command": request.tests}
+    if hidden:
+        tests["hidden"] = HIDDEN_FOLDER
+    spec: dict[str, object] = {
+        "task_id": _task_id(request),
+        "type": request.type,
+        "repo": os.path.relpath(repo.resolve(), folder),
+        "base_revision": base,
+        "setup": request.setup,
+        "tests": tests,
+    }
+    return spec, [f for f in files if f], hidden
+
+
+def _sealed(spec: dict[str, object], derived: DerivedTests) -> dict[str, object]:
+    """The skeleton with the derived lists and the sealed defaults written out."""
+    tests = spec["tests"]
+    assert isinstance(tests, dict)
+    tests = tests | {
+        "fail_to_pass": derived.fail_to_pass,
+        "pass_to_pass": derived.pass_to_pass,
+        "quarantine": derived.quarantine,
+        "partial_credit": True,
+        "require_all_pass_to_pass": False,
+        "publish_hidden_details": False,
+        "infrastructure_editable": [],
+    }
+    return {**spec, "tests": tests, "constraints": {"allow_new_tests": False}}
+
+
+def write_spec(path: Path, data: dict[str, object], header: str) -> None:
+    """Write ``data`` as a task spec YAML file under a comment ``header``."""
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    body = yaml.safe_dump({k: v for k, v in data.items() if v is not None}, sort_keys=False, allow_unicode=True)
+    path.write_text(comment + body, encoding="utf-8")
+
+
+@flow(name="derive-task", flow_run_name="derive-{task_spec.task_id}", persist_result=False, validate_parameters=False)
+def derive_runs(
+    task_spec: TaskSpec, reference: str, sandbox: SandboxFactory, repeat: int, base: BaseRef
+) -> list[RepeatedRuns]:
+    """The tests ``repeat`` times on the base, then on the base with ``reference`` (hidden tests injected)."""
+    factory = factory_for(task_spec, sandbox)
+    _, baseline = prepare_base(task_spec, factory, base)
+    return [repeat_tests(task_spec, baseline, patch, factory, repeat) for patch in (None, reference)]
+
+
+class PreparedTask(BaseModel):
+    """A checked request with its inputs written: the skeleton spec (no test lists yet) and what it needs."""
+
+    request: NewTaskRequest
+    skeleton: dict[str, object]
+    files: list[str]
+    """Every file of the base with the reference applied (to name tests by their files)."""
+    hidden: list[str]
+    reference: str
+    """The reference patch without the hidden test files."""
+    header: str
+
+
+def prepare_new_task(request: NewTaskRequest) -> PreparedTask:
+    """Check every input (``SpecError`` naming it), then write hidden_tests/, reference.diff and a skeleton spec.
+
+    Runs no flow: a caller may start a Prefect server only after this succeeded.
+    """
+    if "{junit}" not in request.tests:
+        raise SpecError("--tests: the command must contain {junit} (where the JUnit XML report goes)")
+    _check_repo(request.repo)
+    base = commit_of(request.repo, request.base, "--base")
+    patch = _read_reference(request, request.repo, base)
+    _task_id(request)
+    skeleton, files, hidden = _write_inputs(request, request.repo, base, patch)
+    reference = (request.out.resolve().parent / REFERENCE_FILE).read_text(encoding="utf-8", errors="surrogateescape")
+    header = f"Derived by `gradeflow task new` from {request.repo} at {base[:12]} ({request.repeat} runs per side)."
+    write_spec(request.out, skeleton, header)
+    return PreparedTask(
+        request=request, skeleton=skeleton, files=files, hidden=hidden, reference=reference, header=header
+    )
+
+
+def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
+    """Run the tests on both sides, write the derived lists into the task spec, and validate it."""
+    request, reference = prepared.request, prepared.reference
+    task = load_task(request.out)
+    session = open_session(task, "local")
+    progress(f"running the tests {request.repeat}x on the base and {request.repeat}x with the reference")
+    with flow_runs_without_heartbeat():
+        runs = derive_runs(task, reference, session.factory, request.repeat, session.base)
+    errors = [f"{r.side} {e}" for r in runs for e in r.errors]
+    if errors:
+        raise BaselineBroken(f"task new: the tests gave no usable report: {'; '.join(errors)}")
+    cases = {**runs[0].cases, **runs[1].cases}
+    derived = derive_tests(runs[0].outcomes, runs[1].outcomes, cases, set(prepared.files))
+    write_spec(request.out, _sealed(prepared.skeleton, derived), prepared.header)
+    task = load_task(request.out)
+    for warning in doctest_warnings(task):
+        progress(f"warning: {warning}")
+    progress(
+        f"wrote {request.out}: {len(derived.fail_to_pass)} fail_to_pass, {len(derived.pass_to_pass)} pass_to_pass, "
+        f"{len(derived.quarantine)} quarantined; validating"
+    )
+    with flow_runs_without_heartbeat():
+        report = validate_task(task, reference, session.factory, session.profile, 1, base=session.base)
+    return NewTask(path=request.out, derived=derived, hidden=prepared.hidden, report=report)

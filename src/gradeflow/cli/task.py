@@ -1,0 +1,78 @@
+"""``gradeflow task new`` and ``gradeflow task import-swebench``: task specs derived instead of typed.
+
+Progress goes to stderr. ``task new`` exits 0 when the task spec was written and is valid, 1 when it
+was written and is invalid (the problems listed), 2 for bad input (named before any flow runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gradeflow.cli.server import choose_server
+
+__all__ = ["TASK_COMMANDS", "add_task_commands", "run_task_command"]
+
+TASK_COMMANDS = ("task",)
+
+
+def _positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``task new`` and ``task import-swebench``."""
+    task = sub.add_parser("task", help="derive task specs (from a reference fix, or SWE-bench instances)")
+    actions = task.add_subparsers(dest="task_command", required=True)
+    new = actions.add_parser("new", help="derive a task spec from a base and a reference fix")
+    new.add_argument("--repo", required=True, help="the git repository")
+    new.add_argument("--base", required=True, help="the base revision the agent starts from")
+    reference = new.add_mutually_exclusive_group(required=True)
+    reference.add_argument("--reference", help="the reference fix as a unified diff file")
+    reference.add_argument("--fix-commit", help="a commit whose difference from --base is the reference fix")
+    new.add_argument("--tests", required=True, help="the test command, with {junit} where the report goes")
+    new.add_argument("--type", default="bugfix", choices=["bugfix", "feature", "refactor", "perf"])
+    new.add_argument("--repeat", type=_positive, default=3, metavar="N", help="runs per side (default 3)")
+    new.add_argument("--setup", help="command run in the sandbox before the tests")
+    new.add_argument("--task-id", help="the task id (default: the --out folder's name)")
+    new.add_argument("--out", required=True, help="where to write task.yaml (reference.diff and hidden_tests/ beside)")
+    new.add_argument("--ephemeral", action="store_true", help="use a temporary Prefect server for this call only")
+
+
+def run_task_command(args: argparse.Namespace) -> int:
+    """Run ``task new`` or ``task import-swebench``."""
+    return _new(args)
+
+
+def _progress(message: str) -> None:
+    print(f"gradeflow: {message}", file=sys.stderr)
+
+
+def _new(args: argparse.Namespace) -> int:
+    from gradeflow.authoring.new_task import NewTaskRequest, new_task, prepare_new_task
+
+    request = NewTaskRequest(
+        repo=Path(args.repo),
+        base=args.base,
+        reference=Path(args.reference) if args.reference else None,
+        fix_commit=args.fix_commit,
+        tests=args.tests,
+        out=Path(args.out),
+        type=args.type,
+        repeat=args.repeat,
+        task_id=args.task_id,
+        setup=args.setup,
+    )
+    prepared = prepare_new_task(request)
+    choose_server(args.ephemeral)
+    made = new_task(prepared, _progress)
+    report = made.report
+    verdict = "VALID" if report.valid else f"INVALID ({len(report.problems)} problems)"
+    print(f"{verdict}: {report.task_id} written to {made.path}")
+    for problem in report.problems:
+        print(f"  - {problem}")
+    return 0 if report.valid else 1
