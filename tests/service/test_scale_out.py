@@ -124,6 +124,8 @@ def test_deploy_creates_the_sandbox_limit_and_the_crash_automation(pool: Pool) -
     assert limit["limit"] == 4
     automations = pool.api.client.post("automations/filter", json={}).json()
     assert "gradeflow-crash-zombie-flow-runs" in {a["name"] for a in automations}
+    review = pool.api.deployment("review-grade/ask-reviewer")
+    assert review is not None and review["work_pool_name"] == POOL
 
 
 def test_a_grade_killed_mid_run_is_crashed_and_its_rerun_is_recorded_once(pool: Pool) -> None:

@@ -39,9 +39,10 @@ def run_service_command(args: argparse.Namespace) -> int:
         return 0
     if args.command == "deploy":
         from gradeflow.service.deployments import EVALUATE_DEPLOYMENT, GRADE_DEPLOYMENT, deploy_to_pool
+        from gradeflow.service.review import REVIEW_DEPLOYMENT
 
         ids = deploy_to_pool(config, args.pool)
-        for name, deployment_id in zip((GRADE_DEPLOYMENT, EVALUATE_DEPLOYMENT), ids, strict=True):
+        for name, deployment_id in zip((GRADE_DEPLOYMENT, EVALUATE_DEPLOYMENT, REVIEW_DEPLOYMENT), ids, strict=True):
             print(f"{name}\t{deployment_id}\tpool {args.pool}")
         print(f"start workers with: prefect worker start --pool {args.pool}")
         return 0
