@@ -123,3 +123,25 @@ def test_details_list_every_named_test_outcome() -> None:
     assert component.details["fail_to_pass"] == {F1: "passed"}
     assert component.details["pass_to_pass"] == {P1: "failed"}
     assert component.details["quarantined"] == {F3: "error"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "on_candidate", "on_base", "kept"),
+    [
+        ("broken", "skipped", "passed", False),
+        ("broken", "skipped", "skipped", True),
+        ("broken", "passed", "passed", True),
+        ("kept", "skipped", "passed", True),  # SWE-bench: a skipped pass-to-pass test is not a failure
+        ("kept", "skipped", None, True),
+        ("kept", "failed", "passed", False),
+        ("kept", "error", "passed", False),
+        ("kept", "missing", "passed", False),
+    ],
+)
+def test_skipped_pass_to_pass_follows_the_task_rule(
+    rule: str, on_candidate: Outcome, on_base: Outcome | None, kept: bool
+) -> None:
+    base = {P1: on_base} if on_base else {}
+    component = _grade({"pass_to_pass": [P1], "skipped_pass_to_pass": rule}, _run({P1: on_candidate}), base=base)
+    assert component.passed is kept
+    assert component.details["broken"] == ([] if kept else [P1])

@@ -26,6 +26,7 @@ NOT_CODES = {
     "check-ignore",
     "rev-parse",
     "ls-files",
+    "ls-tree",
     "docker-container-not-removed",
     "evaluate-suite",
     "grade-and-record",

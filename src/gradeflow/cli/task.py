@@ -2,6 +2,8 @@
 
 Progress goes to stderr. ``task new`` exits 0 when the task spec was written and is valid, 1 when it
 was written and is invalid (the problems listed), 2 for bad input (named before any flow runs).
+``task import-swebench`` exits 0 when every row was converted, 1 when any was skipped (each listed
+with its reason), 2 for bad input (an unreadable file, a line that is not JSON).
 """
 
 from __future__ import annotations
@@ -41,10 +43,17 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     new.add_argument("--task-id", help="the task id (default: the --out folder's name)")
     new.add_argument("--out", required=True, help="where to write task.yaml (reference.diff and hidden_tests/ beside)")
     new.add_argument("--ephemeral", action="store_true", help="use a temporary Prefect server for this call only")
+    swebench = actions.add_parser("import-swebench", help="convert SWE-bench dataset rows into task specs")
+    swebench.add_argument("instances", help="a JSON lines file of SWE-bench instances")
+    swebench.add_argument("--repos", required=True, help="a folder of git mirrors named owner__name")
+    swebench.add_argument("--commands", required=True, help="YAML: owner/name → version → setup, test_command")
+    swebench.add_argument("--out", required=True, help="the folder to write <instance_id>/task.yaml into")
 
 
 def run_task_command(args: argparse.Namespace) -> int:
     """Run ``task new`` or ``task import-swebench``."""
+    if args.task_command == "import-swebench":
+        return _import_swebench(args)
     return _new(args)
 
 
@@ -76,3 +85,15 @@ def _new(args: argparse.Namespace) -> int:
     for problem in report.problems:
         print(f"  - {problem}")
     return 0 if report.valid else 1
+
+
+def _import_swebench(args: argparse.Namespace) -> int:
+    from gradeflow.authoring.swebench import import_instances
+
+    report = import_instances(Path(args.instances), Path(args.repos), Path(args.commands), Path(args.out))
+    for path in report.written:
+        print(path)
+    for row in report.skipped:
+        print(f"gradeflow: skipped {row.instance_id} (line {row.line}): {row.reason}", file=sys.stderr)
+    _progress(f"{len(report.written)} task specs written, {len(report.skipped)} rows skipped")
+    return 1 if report.skipped else 0

@@ -73,6 +73,8 @@ def open_session(
         factory.check_limits(f"task {task_spec.task_id}")
     if task_spec.tests.hidden and not Path(task_spec.tests.hidden).is_dir():
         raise SpecError(f"tests.hidden: {task_spec.tests.hidden} is not a folder (task {task_spec.task_id})")
+    if task_spec.tests.hidden_patch and not Path(task_spec.tests.hidden_patch).is_file():
+        raise SpecError(f"tests.hidden_patch: {task_spec.tests.hidden_patch} is not a file (task {task_spec.task_id})")
     return Session(task_spec=task_spec, factory=factory, profile=policy, base=base)
 
 

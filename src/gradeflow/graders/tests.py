@@ -10,8 +10,9 @@
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
 | disk limit filled, report over the size/testcase cap   | 0 with a message            |
 
-A skipped fail_to_pass test counts as failed; a skipped pass_to_pass test is kept only when it is
-skipped on the pristine base too. Quarantined test ids are reported, never scored. The role is
+A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
+skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
+(``kept``, SWE-bench's rule). Quarantined test ids are reported, never scored. The role is
 objective when fail_to_pass is declared, gate otherwise (regression-only).
 """
 
@@ -52,7 +53,8 @@ class TestGrader(Grader):
         spec = context.task.tests
         base = context.baseline_tests.outcomes if context.baseline_tests else {}
         failing = [t for t in f2p if run.outcomes.get(t, "missing") != "passed"]
-        broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t))]
+        skipped_kept = spec.skipped_pass_to_pass == "kept"
+        broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t), skipped_kept)]
         if f2p:
             solved = len(f2p) - len(failing)
             score = solved / len(f2p) if spec.partial_credit else float(not failing)
@@ -107,8 +109,8 @@ class TestGrader(Grader):
         )
 
 
-def _kept(outcome: Outcome, on_base: Outcome | None) -> bool:
-    return outcome == "passed" or (outcome == "skipped" and on_base == "skipped")
+def _kept(outcome: Outcome, on_base: Outcome | None, skipped_kept: bool) -> bool:
+    return outcome == "passed" or (outcome == "skipped" and (skipped_kept or on_base == "skipped"))
 
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:

@@ -107,6 +107,9 @@ class TestsSpec(_Spec):
     """Tests that pass on the base and must keep passing."""
     hidden: str | None = None
     """Folder copied over the repository root for the test run only, then removed."""
+    hidden_patch: str | None = None
+    """A patch file applied to the tree of every test run (after ``hidden``), for hidden tests that delete
+    or rename files (a SWE-bench test patch); each file it touches is reset to the base first."""
     partial_credit: bool = True
     """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
     require_all_pass_to_pass: bool = False
@@ -115,6 +118,9 @@ class TestsSpec(_Spec):
     """Seconds before the whole test command (and every process it started) is killed (at most a day)."""
     quarantine: list[str] = Field(default_factory=list)
     """Known-flaky test ids: their outcomes are reported but never scored."""
+    skipped_pass_to_pass: Literal["broken", "kept"] = "broken"
+    """A pass_to_pass test skipped on the candidate: ``broken`` unless it is skipped on the base too, or
+    ``kept`` whatever the base did (SWE-bench's rule, which imported tasks follow)."""
     test_files: list[str] = Field(default_factory=lambda: ["**/test_*.py", "**/*_test.py", "**/conftest.py"])
     """Globs of test files: the ones a patch adds or changes are its own tests (the test evidence)."""
     evidence_command: str | None = None
@@ -137,7 +143,7 @@ class TestsSpec(_Spec):
             raise ValueError("tests.command must contain the placeholder {junit} (where the JUnit XML goes)")
         return value
 
-    _resolve_hidden = field_validator("hidden")(_resolve)
+    _resolve_hidden = field_validator("hidden", "hidden_patch")(_resolve)
 
 
 class ConstraintsSpec(_Spec):

@@ -17,13 +17,17 @@ from typing import Any
 
 from prefect import task
 from pydantic import BaseModel
+from unidiff import PatchSet
+from unidiff.errors import UnidiffParseError
 
 from gradeflow.config import cache_dir
-from gradeflow.errors import BaselineBroken
+from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
 from gradeflow.tasks._files import inject_tree
+from gradeflow.tasks._git import git
+from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 from gradeflow.tasks.repo import BaseRef, materialize
@@ -33,6 +37,7 @@ __all__ = [
     "base_test_run",
     "baseline_key",
     "ensure_pristine",
+    "inject_hidden",
     "prepare_baseline",
     "set_up_sandbox",
     "working_copy",
@@ -119,8 +124,10 @@ def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory
 @contextmanager
 def set_up_sandbox(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory, where: str) -> Iterator[Sandbox]:
     """A sandbox over a copy of the base (hidden tests injected) whose setup succeeded, else ``BaselineBroken``."""
-    if task_spec.tests.hidden:
-        inject_tree(Path(task_spec.tests.hidden), workspace, workspace.parent / "backup")
+    try:
+        inject_hidden(task_spec, workspace, workspace.parent / "backup")
+    except (OSError, SubmissionError) as exc:
+        raise BaselineBroken(f"task {task_spec.task_id}: hidden tests cannot be injected {where}: {exc}") from None
     with sandboxes.open(workspace) as sandbox:
         setup = run_setup(task_spec, sandbox)
         if setup is not None and not setup.ok:
@@ -128,3 +135,29 @@ def set_up_sandbox(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFacto
                 f"task {task_spec.task_id}: setup fails {where} (exit {setup.exit_code})", reason_code="setup-failed"
             )
         yield sandbox
+
+
+def inject_hidden(task_spec: TaskSpec, tree: Path, backup: Path) -> None:
+    """``tests.hidden`` copied over ``tree``, then ``tests.hidden_patch`` applied to the base's version of
+    every file it touches; ``OSError`` or ``SubmissionError`` when either cannot be done."""
+    if task_spec.tests.hidden:
+        inject_tree(Path(task_spec.tests.hidden), tree, backup)
+    if not task_spec.tests.hidden_patch:
+        return
+    patch = Path(task_spec.tests.hidden_patch).read_bytes().decode("utf-8", errors="surrogateescape")
+    try:
+        named = {p for f in PatchSet(patch) for p in (f.source_file, f.target_file)}
+        touched = sorted(p[2:] for p in named if p[:2] in ("a/", "b/"))
+    except UnidiffParseError as exc:
+        raise SubmissionError(f"tests.hidden_patch is not a unified diff: {exc}") from None
+    listed = git(tree, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *touched).stdout.decode() if touched else ""
+    for rel in touched:
+        target = tree / rel
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+    on_base = [p for p in listed.split("\0") if p]
+    if on_base:
+        git(tree, "checkout", "-q", "HEAD", "--", *on_base)
+    apply_patch(tree, patch)

@@ -9,6 +9,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel
 
+from gradeflow.errors import SubmissionError
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
@@ -16,11 +17,10 @@ from gradeflow.graders.withheld import withhold_hidden_details
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import seal_acceptance_tree
 from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
-from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks.baseline import Baseline, inject_hidden, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["TestsOutcome", "run_tests"]
@@ -68,11 +68,10 @@ def candidate_test_run(
     task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, base: TestRunEvidence
 ) -> TestRunEvidence:
     """Hidden tests injected into ``tree`` (a disposable copy), then setup and the harnessed tests in a sandbox."""
-    if task_spec.tests.hidden:
-        try:
-            inject_tree(Path(task_spec.tests.hidden), tree, tree.parent / "hidden-backup")
-        except OSError as exc:
-            return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
+    try:
+        inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
+    except (OSError, SubmissionError) as exc:
+        return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
     harness = start_harness(task_spec, tree, None, base)
     with sandboxes.open(tree) as sandbox:
         setup = run_setup(task_spec, sandbox)

@@ -1,0 +1,199 @@
+"""``gradeflow task import-swebench``: rows of the SWE-bench dataset format as gradeflow task specs.
+
+Each row becomes ``OUT/<instance_id>/`` holding ``task.yaml``, ``reference.diff`` (the gold patch) and
+the test patch as hidden tests: the post-patch test files in ``hidden_tests/`` when the patch only adds
+or edits files, else ``test.patch`` as ``tests.hidden_patch`` (it deletes or renames files). The
+repository is the local mirror ``REPOS/owner__name``; ``setup`` and ``tests.command`` come from the
+commands file (``{"owner/name": {"version": {"setup": ..., "test_command": ...}}}``). Imported tasks
+score a pass-to-pass test skipped on the candidate as kept, as SWE-bench does.
+
+Test names: a pytest node id is kept as it is; Django's ``test_name (module.Class)`` (also the Python
+3.11 spelling ``test_name (module.Class.test_name)``) becomes ``module.Class::test_name``, the JUnit form
+gradeflow matches (a package prefix the runner adds is tolerated). Any other name (a bare name, a
+docstring line, a parametrized id cut short) is unmappable, and its row is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from gradeflow.authoring.new_task import HIDDEN_FOLDER, REFERENCE_FILE, write_spec
+from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split_diff
+from gradeflow.errors import SpecError
+from gradeflow.spec import load_yaml
+
+__all__ = ["ImportReport", "SkippedRow", "import_instances", "map_test_name", "read_instances"]
+
+HIDDEN_PATCH_FILE = "test.patch"
+_DJANGO = re.compile(r"^(\w+) \(([A-Za-z_][\w.]*)\)$")
+_REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")
+
+
+class SkippedRow(BaseModel):
+    """A row that was not converted, and why."""
+
+    instance_id: str
+    line: int
+    reason: str
+
+
+class ImportReport(BaseModel):
+    """Every row's fate: a task spec written, or skipped with its reason."""
+
+    written: list[Path] = Field(default_factory=list)
+    skipped: list[SkippedRow] = Field(default_factory=list)
+
+
+class _Skip(Exception):
+    """The row cannot be converted; ``str()`` says why."""
+
+
+def map_test_name(name: str) -> str | None:
+    """The gradeflow test id of a SWE-bench test name, or ``None`` when it has no mappable form."""
+    django = _DJANGO.match(name)
+    if django:
+        test, where = django.groups()
+        return f"{where.removesuffix('.' + test)}::{test}"
+    if "::" not in name or ("[" in name and not name.endswith("]")):
+        return None
+    return name
+
+
+def read_instances(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of a JSON lines file with their line numbers; ``SpecError`` naming the line that is not JSON."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read the instances file: {exc}") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        if not isinstance(row, dict):
+            raise SpecError(f"{path}:{number}: a row must be a JSON object, not {type(row).__name__}")
+        rows.append((number, row))
+    return rows
+
+
+def _load_commands(path: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    data = load_yaml(path, "commands file")
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise SpecError(f"{path}: the commands file must map 'owner/name' to versions to setup and test_command")
+    return {str(repo): {str(v): dict(c or {}) for v, c in versions.items()} for repo, versions in data.items()}
+
+
+def _test_list(row: dict[str, Any], key: str) -> list[str]:
+    value = row[key]
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise _Skip(f"{key} is neither a list nor a JSON-encoded list") from None
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise _Skip(f"{key} is not a list of test names")
+    unmappable = [t for t in value if map_test_name(t) is None]
+    if unmappable:
+        shown = "; ".join(repr(t) for t in unmappable[:3]) + (" ..." if len(unmappable) > 3 else "")
+        raise _Skip(f"{len(unmappable)} {key} names have no gradeflow id form: {shown}")
+    return [t for t in (map_test_name(t) for t in value) if t is not None]
+
+
+def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]]) -> tuple[str | None, str]:
+    entry = commands.get(row["repo"], {}).get(str(row["version"]))
+    if entry is None:
+        raise _Skip(f"no commands entry for {row['repo']} version {row['version']}")
+    command = entry.get("test_command")
+    if not isinstance(command, str) or "{junit}" not in command:
+        raise _Skip(f"the test_command for {row['repo']} {row['version']} writes no JUnit report (no {{junit}})")
+    return entry.get("setup"), command
+
+
+def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
+    mirror = repos / str(row["repo"]).replace("/", "__")
+    if not mirror.is_dir() or run_git(mirror, "rev-parse", "--git-dir", check=False).returncode != 0:
+        raise _Skip(f"no git mirror at {mirror}")
+    proc = run_git(mirror, "rev-parse", "--verify", "--quiet", f"{row['base_commit']}^{{commit}}", check=False)
+    if proc.returncode != 0:
+        raise _Skip(f"the mirror {mirror} does not hold base_commit {row['base_commit']}")
+    return mirror, proc.stdout.strip()
+
+
+def _write_hidden(mirror: Path, base: str, row: dict[str, Any], folder: Path) -> dict[str, str]:
+    """The test patch as hidden tests in ``folder``: copied-in files when it only adds or edits, else a patch."""
+    blocks = split_diff(row["test_patch"])
+    try:
+        with applied_tree(mirror, base, row["patch"], "the gold patch"):
+            pass
+        with applied_tree(mirror, base, row["test_patch"], "the test patch") as tree:
+            if blocks and all(b.adds_or_edits for b in blocks):
+                copy_files(tree, [b.new for b in blocks if b.new], folder / HIDDEN_FOLDER)
+                return {"hidden": HIDDEN_FOLDER}
+    except SpecError as exc:
+        raise _Skip(str(exc)) from None
+    (folder / HIDDEN_PATCH_FILE).write_text(row["test_patch"], encoding="utf-8", errors="surrogateescape")
+    return {"hidden_patch": HIDDEN_PATCH_FILE}
+
+
+def _convert(row: dict[str, Any], repos: Path, commands: dict[str, dict[str, dict[str, Any]]], out: Path) -> Path:
+    missing = [key for key in _REQUIRED if key not in row]
+    if missing:
+        raise _Skip(f"missing {', '.join(missing)}")
+    instance = str(row["instance_id"])
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", instance):
+        raise _Skip("instance_id is not a task id (letters, digits, . _ -)")
+    setup, command = _commands(row, commands)
+    fail_to_pass, pass_to_pass = _test_list(row, "FAIL_TO_PASS"), _test_list(row, "PASS_TO_PASS")
+    mirror, base = _mirror(row, repos)
+    folder = out / instance
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    try:
+        hidden = _write_hidden(mirror, base, row, folder)
+    except _Skip:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    (folder / REFERENCE_FILE).write_text(row["patch"], encoding="utf-8", errors="surrogateescape")
+    tests = {"command": command, "fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass, **hidden}
+    spec = {
+        "task_id": instance,
+        "type": "bugfix",
+        "repo": os.path.relpath(mirror.resolve(), folder.resolve()),
+        "base_revision": base,
+        "setup": setup,
+        "tests": tests | {"skipped_pass_to_pass": "kept"},
+        "issue": row.get("problem_statement") or None,
+    }
+    header = f"Imported from SWE-bench instance {instance} (version {row['version']}, environment_setup_commit "
+    write_spec(folder / "task.yaml", spec, header + f"{row.get('environment_setup_commit') or 'none'}).")
+    return folder / "task.yaml"
+
+
+def import_instances(instances: Path, repos: Path, commands_file: Path, out: Path) -> ImportReport:
+    """Convert every row; rows that cannot be converted are reported, never half written.
+
+    ``SpecError`` (nothing converted) for an unreadable instances or commands file, a line that is not
+    JSON, or a ``repos`` that is not a folder.
+    """
+    rows = read_instances(instances)
+    commands = _load_commands(commands_file)
+    if not repos.is_dir():
+        raise SpecError(f"--repos: {repos} is not a folder")
+    report = ImportReport()
+    for number, row in rows:
+        try:
+            report.written.append(_convert(row, repos, commands, out))
+        except _Skip as exc:
+            instance = str(row.get("instance_id", f"line {number}"))
+            report.skipped.append(SkippedRow(instance_id=instance, line=number, reason=str(exc)))
+    return report

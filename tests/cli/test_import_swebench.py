@@ -1,0 +1,181 @@
+"""``gradeflow task import-swebench``: SWE-bench rows against a real local mirror become valid task specs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gradeflow.authoring.swebench import map_test_name
+from gradeflow.cli import main
+
+COMMAND = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
+UNITS = """import unittest
+
+from calc import sub
+
+
+class SubTests(unittest.TestCase):
+    def test_sub_unit(self):
+        self.assertEqual(sub(3, 1), 2)
+"""
+ADD_UNIT = """
+
+class AddTests(unittest.TestCase):
+    def test_add_unit(self):
+        from calc import add
+
+        self.assertEqual(add(2, 2), 4)
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env |= {"PATH": "/usr/bin:/bin", "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def _diff(repo: Path, base: str, paths: list[str]) -> str:
+    return _git(repo, "diff", base, "--", *paths)
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A mirror of acme/calc (add() subtracts) and three rows: pytest style, Django style, no commands entry."""
+    repo = tmp_path / "repos" / "acme__calc"
+    (repo / "tests" / "unit").mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
+    (repo / "tests" / "test_calc.py").write_text(
+        "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n"
+    )
+    (repo / "tests" / "unit" / "test_units.py").write_text(UNITS)
+    (repo / "tests" / "unit" / "test_old.py").write_text(
+        "from calc import add\n\n\ndef test_old():\n    assert add(1, 2) == -1\n"
+    )
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
+    gold = _diff(repo, base, ["calc.py"])
+    with (repo / "tests" / "test_calc.py").open("a") as handle:
+        handle.write("\n\ndef test_add():\n    from calc import add\n\n    assert add(1, 2) == 3\n")
+    with (repo / "tests" / "unit" / "test_units.py").open("a") as handle:
+        handle.write(ADD_UNIT)
+    pytest_tests = _diff(repo, base, ["tests/test_calc.py"])
+    (repo / "tests" / "unit" / "test_old.py").unlink()
+    _git(repo, "add", "-A")
+    django_tests = _git(repo, "diff", "--cached", base, "--", "tests/unit")
+    _git(repo, "reset", "-q", "--hard", base)
+    row = {"repo": "acme/calc", "base_commit": base, "patch": gold, "environment_setup_commit": base}
+    rows = [
+        row
+        | {
+            "instance_id": "acme__calc-1",
+            "version": "1.0",
+            "test_patch": pytest_tests,
+            "FAIL_TO_PASS": json.dumps(["tests/test_calc.py::test_add"]),
+            "PASS_TO_PASS": json.dumps(["tests/test_calc.py::test_sub"]),
+            "problem_statement": "add() subtracts.\n",
+        },
+        row
+        | {
+            "instance_id": "acme__calc-2",
+            "version": "2.0",
+            "test_patch": django_tests,
+            "FAIL_TO_PASS": ["test_add_unit (unit.test_units.AddTests)"],
+            "PASS_TO_PASS": ["test_sub_unit (unit.test_units.SubTests.test_sub_unit)"],
+        },
+        row
+        | {
+            "instance_id": "acme__calc-3",
+            "version": "3.0",
+            "test_patch": pytest_tests,
+            "FAIL_TO_PASS": "[]",
+            "PASS_TO_PASS": "[]",
+        },
+    ]
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    commands = tmp_path / "commands.yaml"
+    entry = {"setup": None, "test_command": COMMAND}
+    commands.write_text(yaml.safe_dump({"acme/calc": {"1.0": entry, "2.0": entry}}))
+    return instances, tmp_path / "repos", commands
+
+
+@pytest.mark.usefixtures("prefect")
+def test_rows_become_valid_tasks_and_the_unconvertible_one_is_listed(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "skipped acme__calc-3 (line 3): no commands entry for acme/calc version 3.0" in captured.err
+    assert sorted(p.name for p in out.iterdir()) == ["acme__calc-1", "acme__calc-2"]
+
+    first = yaml.safe_load((out / "acme__calc-1" / "task.yaml").read_text())
+    assert first["tests"]["fail_to_pass"] == ["tests/test_calc.py::test_add"]
+    assert (first["tests"]["hidden"], first["tests"]["skipped_pass_to_pass"]) == ("hidden_tests", "kept")
+    assert first["issue"] == "add() subtracts.\n"
+    assert (out / "acme__calc-1" / "hidden_tests" / "tests" / "test_calc.py").is_file()
+    second = yaml.safe_load((out / "acme__calc-2" / "task.yaml").read_text())
+    assert second["tests"]["fail_to_pass"] == ["unit.test_units.AddTests::test_add_unit"]
+    assert second["tests"]["pass_to_pass"] == ["unit.test_units.SubTests::test_sub_unit"]
+    assert second["tests"]["hidden_patch"] == "test.patch"  # the test patch deletes tests/unit/test_old.py
+
+    for instance in ("acme__calc-1", "acme__calc-2"):
+        task, gold = out / instance / "task.yaml", out / instance / "reference.diff"
+        assert main(["validate", str(task), "--reference", str(gold)]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    first_task = out / "acme__calc-1"
+    assert main(["grade", str(first_task / "task.yaml"), "--patch", str(first_task / "reference.diff")]) == 0
+    assert capsys.readouterr().out.startswith("PASS 1.000")
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("tests/test_x.py::test_a", "tests/test_x.py::test_a"),
+        ("tests/test_x.py::TestA::test_b[1-::2]", "tests/test_x.py::TestA::test_b[1-::2]"),
+        ("test_a (model_fields.test_x.TestA)", "model_fields.test_x.TestA::test_a"),
+        ("test_a (model_fields.test_x.TestA.test_a)", "model_fields.test_x.TestA::test_a"),
+        ("test_a", None),  # a bare name: no file, no class
+        ("Regression test for #12345", None),  # a docstring line
+        ("tests/test_x.py::test_a[a b", None),  # a parametrized id cut short at a space
+    ],
+)
+def test_swebench_names_map_to_gradeflow_ids_or_are_refused(name: str, expected: str | None) -> None:
+    assert map_test_name(name) == expected
+
+
+def test_a_row_with_an_unmappable_name_or_a_missing_commit_is_skipped(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    rows = [json.loads(line) for line in instances.read_text().splitlines()][:2]
+    rows[0]["FAIL_TO_PASS"] = '["test_add"]'
+    rows[1]["base_commit"] = "0" * 40
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(tmp_path / "tasks")]) == 1
+    err = capsys.readouterr().err
+    assert "acme__calc-1 (line 1): 1 FAIL_TO_PASS names have no gradeflow id form: 'test_add'" in err
+    assert f"acme__calc-2 (line 2): the mirror {repos / 'acme__calc'} does not hold base_commit" in err
+    assert not (tmp_path / "tasks").exists() or not any((tmp_path / "tasks").iterdir())
+
+
+def test_bad_input_exits_2_naming_the_line(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    argv = ["--repos", str(repos), "--commands", str(commands), "--out", str(tmp_path / "tasks")]
+    assert main(["task", "import-swebench", str(tmp_path / "nope.jsonl"), *argv]) == 2
+    assert "cannot read the instances file" in capsys.readouterr().err
+    instances.write_text(instances.read_text().splitlines()[0] + "\n{not json\n")
+    assert main(["task", "import-swebench", str(instances), *argv]) == 2
+    assert f"{instances}:2: not JSON" in capsys.readouterr().err
