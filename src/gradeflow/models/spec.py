@@ -108,8 +108,9 @@ class TestsSpec(_Spec):
     hidden: str | None = None
     """Folder copied over the repository root for the test run only, then removed."""
     hidden_patch: str | None = None
-    """A patch file applied to the tree of every test run (after ``hidden``), for hidden tests that delete
-    or rename files (a SWE-bench test patch); each file it touches is reset to the base first."""
+    """A patch file applied wherever ``hidden`` is copied in (the base and acceptance runs), after it: for
+    hidden tests that delete or rename files (a SWE-bench test patch). Each file it touches is reset to the
+    base first; relative to the task file."""
     partial_credit: bool = True
     """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
     require_all_pass_to_pass: bool = False
