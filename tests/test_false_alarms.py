@@ -6,30 +6,17 @@ they are not and PyPI cannot be reached, the test skips, except under ``CI=true`
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from builders import false_alarms_script
+
 pytestmark = pytest.mark.slow
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "false_alarms.py"
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("false_alarms", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_real_releases_raise_no_tamper_finding() -> None:
-    script = _script()
+    script = false_alarms_script()
     cache = script.cache_dir()
     try:
         sdists = script.download(cache)

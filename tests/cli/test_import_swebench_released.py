@@ -11,7 +11,6 @@ check's cache (scripts/false_alarms.py): uncached and unreachable, the test skip
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -19,16 +18,15 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
+from builders import false_alarms_script
 from gradeflow.cli import main
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = Path(__file__).resolve().parent.parent.parent / "scripts" / "false_alarms.py"
 PROJECT, OLD, NEW = "more-itertools", "10.7.0", "10.8.0"
 INSTANCE = "more-itertools__more-itertools-10.8.0"
 # The prime sieve cross-check alone takes six seconds: left out of the command.
@@ -59,17 +57,8 @@ FAIL_TO_PASS = [
 ]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("false_alarms", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def _sdists() -> dict[tuple[str, str], Path]:
-    script = _script()
+    script = false_alarms_script()
     try:
         return dict(script.download(script.cache_dir(), [script.Project(PROJECT, OLD, NEW, tests="tests")]))
     except script.DownloadError as exc:

@@ -11,22 +11,20 @@ tests/test_recipes.py on both sides once while writing this test, kept below as 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
+from builders import false_alarms_script
 from gradeflow.cli import main
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = Path(__file__).resolve().parent.parent.parent / "scripts" / "false_alarms.py"
 PROJECT, OLD, VERSION = "more-itertools", "10.7.0", "10.8.0"
 """The release used (10.7.0 is only there to share the false-alarm check's download of the pair)."""
 # The prime sieve cross-check alone takes six seconds: left out, on both sides and in the collection.
@@ -52,19 +50,8 @@ SKIPPED = {"tests/test_recipes.py::TransposeTests::test_incompatible_allow"}
 """Skipped on every Python from 3.9 on, on both sides: neither list holds it."""
 
 
-def _script() -> ModuleType:
-    if (loaded := sys.modules.get("false_alarms")) is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location("false_alarms", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def _sdist() -> Path:
-    script = _script()
+    script = false_alarms_script()
     try:
         sdists = script.download(script.cache_dir(), [script.Project(PROJECT, OLD, VERSION, tests="tests")])
     except script.DownloadError as exc:
