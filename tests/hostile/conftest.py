@@ -31,9 +31,9 @@ def _selected(session: pytest.Session) -> tuple[list[tuple[Case, str]], list[Cas
     pairs, unguarded = [], []
     for item in session.items:
         params = getattr(item, "callspec", None)
-        if params is None or "case" not in params.params:
+        case = params.params.get("case") if params is not None else None
+        if not isinstance(case, Case):  # another module's parameter of the same name
             continue
-        case = params.params["case"]
         sandbox = params.params.get("sandbox")
         if sandbox is None:
             unguarded.append(case)
