@@ -261,8 +261,10 @@ class Ledger:
 
     def add(self, record: GradeRecord) -> bool:
         """Insert ``record`` atomically; ``False`` when ``(content_key, run_id)`` was already recorded."""
-        values = record.model_dump(mode="python")
-        table = cast(Table, _GradeRow.__table__)
+        return self._insert_once(cast(Table, _GradeRow.__table__), record.model_dump(mode="python"))
+
+    def _insert_once(self, table: Table, values: dict[str, Any]) -> bool:
+        """One atomic ``INSERT ... ON CONFLICT DO NOTHING``; ``False`` when the row's unique key was there."""
         if self.dialect == "sqlite":
             stmt: Any = sqlite.insert(table).values(values).on_conflict_do_nothing()
         elif self.dialect == "postgresql":
@@ -291,32 +293,13 @@ class Ledger:
 
     def add_review(self, review: ReviewRecord) -> bool:
         """Record a review answer; ``False`` when that review run's answer was already recorded."""
-        table = cast(Table, _ReviewRow.__table__)
-        values = review.model_dump(mode="python")
-        try:
-            with self._engine.begin() as connection:
-                if self.dialect in ("sqlite", "postgresql"):
-                    dialect = sqlite if self.dialect == "sqlite" else postgresql
-                    stmt: Any = dialect.insert(table).values(values).on_conflict_do_nothing()
-                    return connection.execute(stmt.returning(table.c.id)).first() is not None
-                connection.execute(insert(table).values(values))
-                return True
-        except IntegrityError:
-            return False
+        return self._insert_once(cast(Table, _ReviewRow.__table__), review.model_dump(mode="python"))
 
     def reviews(self) -> list[ReviewRecord]:
         """Every review answer, oldest first."""
         with self._engine.connect() as connection:
             rows = connection.execute(select(_ReviewRow.__table__).order_by(_ReviewRow.id)).mappings()
-            found = []
-            for row in rows:
-                values = {name: row[name] for name in _REVIEW_COLUMNS}
-                created: datetime = values["created_at"]
-                values["created_at"] = (
-                    created.replace(tzinfo=UTC) if created.tzinfo is None else created.astimezone(UTC)
-                )
-                found.append(ReviewRecord.model_validate(values))
-            return found
+            return [ReviewRecord.model_validate(_row_values(row, _REVIEW_COLUMNS)) for row in rows]
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -324,8 +307,12 @@ class Ledger:
 
 
 def _to_record(row: Any) -> GradeRecord:
-    values = {name: row[name] for name in _COLUMNS}
+    return GradeRecord.model_validate(_row_values(row, _COLUMNS))
+
+
+def _row_values(row: Any, columns: list[str]) -> dict[str, Any]:
+    values = {name: row[name] for name in columns}
     created: datetime = values["created_at"]
     # SQLite keeps no zone (everything is written in UTC); PostgreSQL answers in the session's zone.
     values["created_at"] = created.replace(tzinfo=UTC) if created.tzinfo is None else created.astimezone(UTC)
-    return GradeRecord.model_validate(values)
+    return values
