@@ -10,13 +10,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.suite import Suite
 
 if TYPE_CHECKING:
+    from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
     from gradeflow.flows.evaluate import Evaluation
 
 __all__ = ["SUITE_COMMANDS", "add_suite_commands", "run_suite_command"]
@@ -147,11 +148,13 @@ def _report(args: argparse.Namespace) -> int:
     finally:
         ledger.close()
     by = [name.strip() for name in args.by.split(",") if name.strip()]
-    if args.reviews:
+    if args.reviews and not args.html:
         return _review_report(args, records, reviews, by)
     report = build_report(records, by, pair=tuple(args.compare) if args.compare else None, seed=args.seed)
     if args.html:
         _write(Path(args.html), render_html(report, records, reviews))
+    if args.reviews:
+        return _review_report(args, records, reviews, by)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0
@@ -172,14 +175,12 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _review_report(args: argparse.Namespace, records: list[Any], reviews: list[Any], by: list[str]) -> int:
-    from gradeflow.evaluation.report import build_report
-    from gradeflow.evaluation.report_html import render_html
+def _review_report(
+    args: argparse.Namespace, records: list[GradeRecord], reviews: list[ReviewRecord], by: list[str]
+) -> int:
     from gradeflow.evaluation.reviews import review_report
 
     found = review_report(records, reviews, by)
-    if args.html:
-        _write(Path(args.html), render_html(build_report(records, by, seed=args.seed), records, reviews))
     if args.json:
         print(found.model_dump_json(indent=2))
         return 0
