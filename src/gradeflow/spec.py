@@ -6,6 +6,7 @@ Every YAML file gradeflow reads through :func:`load_yaml` refuses a mapping that
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -15,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
 
-__all__ = ["load_model", "load_task", "load_yaml", "validation_message"]
+__all__ = ["json_object", "load_model", "load_task", "load_yaml", "validation_message"]
 
 M = TypeVar("M", bound=BaseModel)
 _MERGE = "tag:yaml.org,2002:merge"
@@ -57,6 +58,17 @@ def load_yaml(path: Path, what: str) -> Any:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         kind = "" if isinstance(exc, _DuplicateKey) else "YAML syntax error: "
         raise SpecError(f"{where}: {kind}{problem}") from None
+
+
+def json_object(text: str, where: str, what: str) -> dict[str, Any]:
+    """One JSON object (a line of a JSON-lines file); ``SpecError`` naming ``where`` when it is not one."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{where}: not JSON: {exc.msg}") from None
+    if not isinstance(value, dict):
+        raise SpecError(f"{where}: {what} must be a JSON object, not {type(value).__name__}")
+    return value
 
 
 def validation_message(exc: ValidationError, where: str) -> str:

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from gradeflow.authoring.new_task import HIDDEN_FOLDER, REFERENCE_FILE, write_spec
 from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split_diff
 from gradeflow.errors import SpecError
-from gradeflow.spec import load_yaml
+from gradeflow.spec import json_object, load_yaml
 
 __all__ = ["ImportReport", "SkippedRow", "import_instances", "map_test_name", "read_instances"]
 
@@ -76,13 +76,7 @@ def read_instances(path: Path) -> list[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}:{number}: not JSON: {exc.msg}") from None
-        if not isinstance(row, dict):
-            raise SpecError(f"{path}:{number}: a row must be a JSON object, not {type(row).__name__}")
-        rows.append((number, row))
+        rows.append((number, json_object(line, f"{path}:{number}", "a row")))
     return rows
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import re
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from gradeflow.config import gradeflow_version
 from gradeflow.errors import SpecError
 from gradeflow.models import Submission, TaskSpec
 from gradeflow.profiles import load_profile
-from gradeflow.spec import load_model, load_task
+from gradeflow.spec import json_object, load_model, load_task
 
 __all__ = [
     "Suite",
@@ -234,12 +233,7 @@ def _tasks_from_glob(pattern: str) -> dict[str, TaskSpec]:
 
 
 def _prediction_item(where: str, stem: str, line: str, tasks: dict[str, TaskSpec]) -> SuiteItem:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{where}: not JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{where}: a prediction is a JSON object")
+    data = json_object(line, where, "a prediction")
     instance = data.get("instance_id")
     if not isinstance(instance, str) or instance not in tasks:
         raise SpecError(f"{where}: instance_id: no task spec with task_id {instance!r} among --tasks")
