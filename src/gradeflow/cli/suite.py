@@ -187,9 +187,8 @@ def _review_report(
     print(f"{len(found.reviewed)} reviewed grades of {len(records)}, by {', '.join(by)}")
     for stats in [*found.groups, found.overall]:
         label = " / ".join(stats.key.values()) or "overall"
-        kappa = "–" if stats.kappa is None else f"{stats.kappa:.2f}"
         print(
-            f"  {label}: reviewed={stats.reviewed} agreement={_share(stats.agreement)} kappa={kappa} "
+            f"  {label}: reviewed={stats.reviewed} agreement={_share(stats.agreement)} kappa={_share(stats.kappa)} "
             f"timed out={stats.timed_out}"
         )
     if found.disagreements:
