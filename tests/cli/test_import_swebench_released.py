@@ -139,7 +139,7 @@ def test_a_real_release_imports_and_its_gold_patch_lands_in_swebenchs_resolved_b
     assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
     spec = yaml.safe_load((out / INSTANCE / "task.yaml").read_text())
     assert spec["tests"]["fail_to_pass"] == FAIL_TO_PASS
-    assert spec["tests"]["skipped_pass_to_pass"] == "kept"
+    assert (spec["tests"]["skipped_pass_to_pass"], spec["tests"]["xfail"]) == ("kept", "pass")
     assert (out / INSTANCE / "reference.diff").read_text() == gold
     assert (out / INSTANCE / "hidden_tests" / "tests" / "test_more.py").is_file()
 

@@ -155,11 +155,16 @@ def test_tests_are_sorted_by_their_outcomes_on_both_sides() -> None:
         "t::flips": (["passed"] * 3, ["passed", "failed", "passed"]),
         "t::broken": (["passed"] * 3, ["failed"] * 3),
         "t::skipped": (["skipped"] * 3, ["passed"] * 3),
+        # an expected failure is a failure: xfailed on the base and passing with the fix is fail-to-pass
+        "t::xfixed": (["xfailed"] * 3, ["passed"] * 3),
+        "t::xfailed": (["xfailed"] * 3, ["xfailed"] * 3),
+        "t::xbroken": (["passed"] * 3, ["xfailed"] * 3),
     }
     cases = {k: TestCaseResult(classname="t", name=k[3:], outcome="passed") for k in runs}
     derived = derive_tests({k: v[0] for k, v in runs.items()}, {k: v[1] for k, v in runs.items()}, cases, set())  # type: ignore[misc]
-    assert (derived.fail_to_pass, derived.pass_to_pass) == (["t::fixed", "t::new"], ["t::kept"])
-    assert (derived.quarantine, derived.unscored) == (["t::flips"], ["t::broken", "t::skipped"])
+    assert (derived.fail_to_pass, derived.pass_to_pass) == (["t::fixed", "t::new", "t::xfixed"], ["t::kept"])
+    assert derived.quarantine == ["t::flips"]
+    assert derived.unscored == ["t::broken", "t::skipped", "t::xbroken", "t::xfailed"]
 
 
 def test_a_diff_splits_per_file_and_joins_back() -> None:

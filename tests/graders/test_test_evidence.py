@@ -47,6 +47,10 @@ def _evidence(base: TestRunEvidence | None, candidate: TestRunEvidence | None) -
         ({}, {"t": "passed"}, 1.0, True, []),  # the file does not even import on the base
         ({"t": "skipped"}, {"t": "passed", "s": "skipped"}, 1.0, True, []),  # skipped tests are left out of n
         ({"t": "error"}, {"t": "passed"}, 1.0, True, []),
+        ({"t": "xfailed"}, {"t": "passed"}, 1.0, True, []),  # an expected failure on the base is a failure
+        # ... and on the candidate: a test marked as still failing proves no fix
+        ({"t": "failed", "u": "failed"}, {"t": "passed", "u": "xfailed"}, 0.5, False, ["regression-test-fails"]),
+        ({"t": "failed"}, {"t": "xfailed"}, 0.0, False, ["regression-test-fails", "test-does-not-fail-on-base"]),
     ],
 )
 def test_scoring_table(

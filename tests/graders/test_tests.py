@@ -69,6 +69,10 @@ def _grade(tests: dict[str, object], run: TestRunEvidence, base: dict[str, Outco
         ({"fail_to_pass": [F1, F2]}, {F1: "passed", F2: "missing"}, 0.5, False, ["fail-to-pass-failing"]),
         # a skipped fail_to_pass counts as failed
         ({"fail_to_pass": [F1]}, {F1: "skipped"}, 0.0, False, ["fail-to-pass-failing"]),
+        # an xfailed fail_to_pass is not fixed by default, and counts as passed with xfail: pass (SWE-bench)
+        ({"fail_to_pass": [F1, F2]}, {F1: "passed", F2: "xfailed"}, 0.5, False, ["fail-to-pass-failing"]),
+        ({"fail_to_pass": [F1, F2], "xfail": "pass"}, {F1: "passed", F2: "xfailed"}, 1.0, True, []),
+        ({"fail_to_pass": [F1], "xfail": "pass"}, {F1: "skipped"}, 0.0, False, ["fail-to-pass-failing"]),
         # quarantined tests are reported, never scored
         ({"fail_to_pass": [F1, F2], "quarantine": [F2]}, {F1: "passed", F2: "failed"}, 1.0, True, []),
     ],
@@ -145,3 +149,36 @@ def test_skipped_pass_to_pass_follows_the_task_rule(
     component = _grade({"pass_to_pass": [P1], "skipped_pass_to_pass": rule}, _run({P1: on_candidate}), base=base)
     assert component.passed is kept
     assert component.details["broken"] == ([] if kept else [P1])
+
+
+@pytest.mark.parametrize(
+    ("tests", "on_candidate", "on_base", "kept"),
+    [
+        ({}, "xfailed", "passed", False),  # gradeflow: an expected failure is no pass
+        ({}, "xfailed", None, False),
+        ({}, "xfailed", "xfailed", True),  # it did on the base what it does now
+        ({}, "xfailed", "skipped", False),
+        ({}, "skipped", "xfailed", False),
+        ({"skipped_pass_to_pass": "kept"}, "xfailed", "passed", False),  # the two rules are separate
+        ({"xfail": "pass"}, "xfailed", "passed", True),  # SWE-bench: XFAIL is a pass
+        ({"xfail": "pass"}, "xfailed", None, True),
+        ({"xfail": "pass"}, "skipped", "passed", False),
+        ({"xfail": "pass", "skipped_pass_to_pass": "kept"}, "skipped", "passed", True),
+        ({"xfail": "pass"}, "failed", "xfailed", False),
+    ],
+)
+def test_xfailed_pass_to_pass_follows_the_task_rule(
+    tests: dict[str, object], on_candidate: Outcome, on_base: Outcome | None, kept: bool
+) -> None:
+    base = {P1: on_base} if on_base else {}
+    component = _grade({"pass_to_pass": [P1], **tests}, _run({P1: on_candidate}), base=base)
+    assert component.passed is kept
+    assert component.details["broken"] == ([] if kept else [P1])
+
+
+def test_xfailed_tests_are_reported_and_counted_as_such() -> None:
+    run = _run({F1: "xfailed", P1: "passed"})
+    component = _grade({"fail_to_pass": [F1], "pass_to_pass": [P1]}, run)
+    assert component.details["fail_to_pass"] == {F1: "xfailed"}
+    assert component.details["counts"] == {"xfailed": 1, "passed": 1}
+    assert component.messages == [f"fail_to_pass {F1} is xfailed"]

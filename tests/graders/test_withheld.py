@@ -66,3 +66,12 @@ def test_the_tests_step_duration_is_withheld_too() -> None:
     )  # fmt: skip
     assert withhold_hidden_timings(_spec(hidden="/h"), result).timings == {"baseline": 1.0, "combine": 0.1}
     assert withhold_hidden_timings(_spec(), result).timings == result.timings
+
+
+@pytest.mark.parametrize(("rule", "verdict"), [("fail", "failed"), ("pass", "passed")])
+def test_an_xfailed_test_is_published_as_the_task_rule_scores_it(rule: str, verdict: str) -> None:
+    details = {"fail_to_pass": {"t::f1": "xfailed"}, "pass_to_pass": {}, "quarantined": {"t::q": "xfailed"}}
+    component = GradeComponent(name="tests", score=1.0, passed=rule == "pass", details=details)
+    published = withhold_hidden_details(_spec(hidden="/h", xfail=rule), component)
+    assert published.details["fail_to_pass"] == {"t::f1": verdict}
+    assert published.details["quarantined"] == {"t::q": verdict}

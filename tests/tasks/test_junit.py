@@ -67,6 +67,21 @@ def test_skipped():
 def test_xfail():
     assert False
 
+def test_xfail_imperative():
+    pytest.xfail("not done yet")
+
+@pytest.mark.xfail(reason="fixed now")
+def test_xpass():
+    pass
+
+@pytest.mark.xfail(reason="must fail", strict=True)
+def test_xpass_strict():
+    pass
+
+@pytest.mark.xfail(raises=KeyError)
+def test_xfail_wrong_exception():
+    raise ValueError("other")
+
 @pytest.fixture
 def bad_teardown():
     yield
@@ -84,6 +99,14 @@ class TestUnit(unittest.TestCase):
 
     @unittest.skip("unittest skip")
     def test_unit_skip(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_unit_expected_failure(self):
+        self.assertEqual(1, 2)
+
+    @unittest.expectedFailure
+    def test_unit_unexpected_success(self):
         pass
 
     def test_sub(self):
@@ -125,7 +148,15 @@ PYTEST_CASES = [
     (f"{M}::test_fixture_error", f"{C}::test_fixture_error", "error"),
     (f"{M}::test_fails", f"{C}::test_fails", "failed"),
     (f"{M}::test_skipped", f"{C}::test_skipped", "skipped"),
-    (f"{M}::test_xfail", f"{C}::test_xfail", "skipped"),
+    # Expected failures (pytest writes <skipped type="pytest.xfail">); an unexpected pass is a plain
+    # pass, or a <failure> when strict; an xfail for another exception is a real failure.
+    (f"{M}::test_xfail", f"{C}::test_xfail", "xfailed"),
+    (f"{M}::test_xfail_imperative", f"{C}::test_xfail_imperative", "xfailed"),
+    (f"{M}::test_xpass", f"{C}::test_xpass", "passed"),
+    (f"{M}::test_xpass_strict", f"{C}::test_xpass_strict", "failed"),
+    (f"{M}::test_xfail_wrong_exception", f"{C}::test_xfail_wrong_exception", "failed"),
+    (f"{M}::TestUnit::test_unit_expected_failure", f"{C}.TestUnit::test_unit_expected_failure", "xfailed"),
+    (f"{M}::TestUnit::test_unit_unexpected_success", f"{C}.TestUnit::test_unit_unexpected_success", "failed"),
     # pytest writes two testcases here: one <failure>, then one <error> for the teardown.
     (f"{M}::test_fail_and_teardown_error", f"{C}::test_fail_and_teardown_error", "error"),
     (f"{M}::test_pass_and_teardown_error", f"{C}::test_pass_and_teardown_error", "error"),
@@ -171,7 +202,9 @@ def test_real_pytest_report_both_spellings(pytest_report: bytes, node_id: str, j
         ("test_fails", "failed", "AssertionError: one is not two"),
         ("test_fixture_error", "error", 'failed on setup with "RuntimeError: fixture boom'),
         ("test_skipped", "skipped", "not today"),
-        ("test_xfail", "skipped", "known"),
+        ("test_xfail", "xfailed", "known"),
+        ("test_xfail_imperative", "xfailed", "not done yet"),
+        ("test_xpass_strict", "failed", "[XPASS(strict)] must fail"),
         ("test_param[a-1]", "passed", ""),
     ],
 )
@@ -184,6 +217,55 @@ def test_real_pytest_report_messages(pytest_report: bytes, name: str, outcome: s
 def test_real_pytest_report_file_attribute(pytest_report: bytes) -> None:
     files = {case.file for case in parse_junit(pytest_report)}
     assert files in ({None}, {M})  # only the xunit1 family writes file=
+
+
+# What pytest 8.4.2 wrote (`pytest --junitxml`, the default xunit2 family) for expected failures and
+# unexpected passes; time, timestamp and hostname attributes dropped, a newline put before each
+# testcase. pytest 9.2.0 writes the same bytes.
+PYTEST_8_XFAIL = b"""<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite
+ name="pytest" errors="0" failures="3" skipped="5" tests="10">
+<testcase classname="test_xf" name="test_marked_fails"><skipped type="pytest.xfail" message="known bug" /></testcase>
+<testcase classname="test_xf" name="test_marked_no_reason"><skipped type="pytest.xfail" message="" /></testcase>
+<testcase classname="test_xf" name="test_imperative"><skipped type="pytest.xfail" message="not done yet" /></testcase>
+<testcase classname="test_xf" name="test_xpass" />
+<testcase classname="test_xf" name="test_xpass_strict"><failure message="[XPASS(strict)] must fail">\
+[XPASS(strict)] must fail</failure></testcase>
+<testcase classname="test_xf" name="test_wrong_raises"><failure message="ValueError: other">\
+@pytest.mark.xfail(raises=KeyError, reason="wrong error")
+    def test_wrong_raises():
+&gt;       raise ValueError("other")
+E       ValueError: other
+
+test_xf.py:32: ValueError</failure></testcase>
+<testcase classname="test_xf" name="test_skip"><skipped type="pytest.skip" message="no network">\
+test_xf.py:36: no network</skipped></testcase>
+<testcase classname="test_xf" name="test_pass" />
+<testcase classname="test_xf.Legacy" name="test_expected"><skipped type="pytest.xfail" message="" /></testcase>
+<testcase classname="test_xf.Legacy" name="test_unexpected_success"><failure message="Failed: Unexpected success">\
+Unexpected success</failure></testcase>
+</testsuite></testsuites>"""
+
+
+@pytest.mark.parametrize(
+    ("test_id", "outcome", "message"),
+    [
+        ("test_xf.py::test_marked_fails", "xfailed", "known bug"),  # @pytest.mark.xfail, failing
+        ("test_xf.py::test_marked_no_reason", "xfailed", ""),
+        ("test_xf.py::test_imperative", "xfailed", "not done yet"),  # pytest.xfail() in the test
+        ("test_xf.py::test_xpass", "passed", ""),  # an unexpected pass, not strict
+        ("test_xf.py::test_xpass_strict", "failed", "[XPASS(strict)] must fail"),
+        ("test_xf.py::test_wrong_raises", "failed", "ValueError: other"),  # xfail(raises=...) for another error
+        ("test_xf.py::test_skip", "skipped", "no network"),
+        ("test_xf.py::test_pass", "passed", ""),
+        ("test_xf.py::Legacy::test_expected", "xfailed", ""),  # unittest's expectedFailure
+        ("test_xf.py::Legacy::test_unexpected_success", "failed", "Failed: Unexpected success"),
+    ],
+)
+def test_pytest_8_expected_failures(test_id: str, outcome: str, message: str) -> None:
+    cases = parse_junit(PYTEST_8_XFAIL)
+    assert outcomes_for([test_id], cases) == {test_id: outcome}
+    (case,) = [c for c in cases if c.name == test_id.rpartition("::")[2]]
+    assert (case.outcome, case.message) == (outcome, message)
 
 
 SUREFIRE = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -347,6 +429,11 @@ def test_matching(cases: list[TestCaseResult], test_id: str, outcome: str) -> No
         (["passed", "skipped"], "passed"),
         (["skipped", "failed"], "failed"),
         (["skipped", "skipped"], "skipped"),
+        # an expected failure is a failure that happened: above a pass, below a real failure
+        (["passed", "xfailed"], "xfailed"),
+        (["xfailed", "skipped"], "xfailed"),
+        (["xfailed", "failed"], "failed"),
+        (["error", "xfailed"], "error"),
     ],
 )
 def test_duplicates_aggregate_worst_outcome(outcomes: list[str], aggregate: str) -> None:
@@ -472,6 +559,10 @@ def test_deeply_nested_suites_do_not_recurse() -> None:
         ('<failure message="">  \ntext line\nmore</failure>', "failed", "text line"),
         ("<error>" + "x" * 500 + "</error>", "error", "x" * MESSAGE_CHARS),
         ('<skipped/><failure message="f"/>', "failed", "f"),
+        ('<skipped type="pytest.xfail" message="known bug"/>', "xfailed", "known bug"),
+        ('<skipped type="pytest.skip" message="no network">t.py:3: no network</skipped>', "skipped", "no network"),
+        ('<skipped type="xfail" message="another runner"/>', "skipped", "another runner"),
+        ('<skipped type="pytest.xfail" message="x"/><error message="teardown"/>', "error", "teardown"),
         ('<failure message="f"/><error message="e"/>', "error", "e"),
         ("<system-out>out</system-out><system-err>err</system-err>", "passed", ""),
         ('<rerunFailure message="r"/>', "passed", ""),

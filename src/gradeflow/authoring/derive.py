@@ -2,10 +2,13 @@
 
 | outcome in every run: base        | with the reference     | goes to         |
 |-----------------------------------|------------------------|-----------------|
-| failed, error or missing          | passed                 | ``fail_to_pass`` |
+| failed, error, xfailed or missing | passed                 | ``fail_to_pass`` |
 | passed                            | passed                 | ``pass_to_pass`` |
 | changes between runs of one side  | (or changes there)     | ``quarantine``   |
 | anything else (e.g. passed/failed)| …                      | not scored       |
+
+An expected failure (``xfailed``) is a failure here, as in a grade under the default ``tests.xfail:
+fail``: a test xfailed on the base that passes with the reference is one the fix makes pass.
 
 Ids are written as pytest node ids (``tests/test_x.py::TestX::test_y``) when the JUnit classname
 names a file of the tree, else as JUnit ``classname::name``; both match the same testcase.
@@ -21,7 +24,7 @@ from gradeflow.models.evidence import Outcome, TestCaseResult
 
 __all__ = ["DerivedTests", "derive_tests", "node_id_of"]
 
-_FAILING = {"failed", "error", "missing"}
+_FAILING = {"failed", "error", "xfailed", "missing"}
 
 
 class DerivedTests(BaseModel):

@@ -5,7 +5,8 @@ the test patch as hidden tests: the post-patch test files in ``hidden_tests/`` w
 or edits files, else ``test.patch`` as ``tests.hidden_patch`` (it deletes or renames files). The
 repository is the local mirror ``REPOS/owner__name``; ``setup`` and ``tests.command`` come from the
 commands file (``{"owner/name": {"version": {"setup": ..., "test_command": ...}}}``). Imported tasks
-score a pass-to-pass test skipped on the candidate as kept, as SWE-bench does.
+follow SWE-bench's pass rule: a pass-to-pass test skipped on the candidate is kept
+(``tests.skipped_pass_to_pass: kept``) and an expected failure counts as a pass (``tests.xfail: pass``).
 
 Test names: a pytest node id is kept as it is; Django's ``test_name (module.Class)`` (also the Python
 3.11 spelling ``test_name (module.Class.test_name)``) becomes ``module.Class::test_name``, the JUnit form
@@ -29,9 +30,11 @@ from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split
 from gradeflow.errors import SpecError
 from gradeflow.spec import json_object, load_yaml
 
-__all__ = ["ImportReport", "SkippedRow", "import_instances", "map_test_name", "read_instances"]
+__all__ = ["SWEBENCH_PASS_RULE", "ImportReport", "SkippedRow", "import_instances", "map_test_name", "read_instances"]
 
 HIDDEN_PATCH_FILE = "test.patch"
+SWEBENCH_PASS_RULE: dict[str, str] = {"skipped_pass_to_pass": "kept", "xfail": "pass"}
+"""The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does."""
 _DJANGO = re.compile(r"^(\w+) \(([A-Za-z_][\w.]*)\)$")
 _REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")
 
@@ -165,7 +168,7 @@ def _convert(row: dict[str, Any], repos: Path, commands: dict[str, dict[str, dic
         "repo": os.path.relpath(mirror.resolve(), folder.resolve()),
         "base_revision": base,
         "setup": setup,
-        "tests": tests | {"skipped_pass_to_pass": "kept"},
+        "tests": tests | SWEBENCH_PASS_RULE,
         "issue": row.get("problem_statement") or None,
     }
     header = f"Imported from SWE-bench instance {instance} (version {row['version']}, environment_setup_commit "

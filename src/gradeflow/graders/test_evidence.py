@@ -14,8 +14,10 @@ candidate and does not pass on the base.
 | k of n tests pass on the candidate, at least one proves     | k / n                          |
 | k of n pass, none fails on the base                         | k / n × 0.25, ``test-does-not-fail-on-base`` |
 
-A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n.
-The component passes when every test passes on the candidate and at least one proves the change.
+A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n. An
+expected failure (``xfailed``) counts as failing whatever ``tests.xfail`` says: a test the patch marks as
+still failing proves no fix. The component passes when every test passes on the candidate and at least
+one proves the change.
 """
 
 from __future__ import annotations

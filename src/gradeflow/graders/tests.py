@@ -12,8 +12,19 @@
 
 A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
-(``kept``, SWE-bench's rule). Quarantined test ids are reported, never scored. The role is
-objective when fail_to_pass is declared, gate otherwise (regression-only).
+(``kept``, SWE-bench's rule). An expected failure (``xfailed``) is no pass (``tests.xfail: fail``, the
+default): a fail_to_pass test xfailed is not fixed, a pass_to_pass test xfailed is kept only when it
+is xfailed on the base too; with ``tests.xfail: pass`` (SWE-bench's rule) it counts as passed in both
+lists. Quarantined test ids are reported, never scored. The role is objective when fail_to_pass is
+declared, gate otherwise (regression-only).
+
+| outcome on the candidate | fail_to_pass | pass_to_pass                                         |
+|--------------------------|--------------|------------------------------------------------------|
+| passed                   | fixed        | kept                                                 |
+| xfailed                  | not fixed    | kept if xfailed on the base                          |
+| xfailed, ``xfail: pass`` | fixed        | kept                                                 |
+| skipped                  | not fixed    | kept if skipped on the base, always when ``kept``    |
+| failed, error, missing   | not fixed    | broken                                               |
 """
 
 from __future__ import annotations
@@ -21,10 +32,10 @@ from __future__ import annotations
 from collections import Counter
 
 from gradeflow.graders.base import Grader, GradingContext
-from gradeflow.models import GradeComponent, Role
+from gradeflow.models import GradeComponent, Role, TestsSpec
 from gradeflow.models.evidence import Outcome, TestRunEvidence
 
-__all__ = ["TestGrader"]
+__all__ = ["TestGrader", "counts_as_passed"]
 
 
 class TestGrader(Grader):
@@ -52,9 +63,8 @@ class TestGrader(Grader):
     ) -> GradeComponent:
         spec = context.task.tests
         base = context.baseline_tests.outcomes if context.baseline_tests else {}
-        failing = [t for t in f2p if run.outcomes.get(t, "missing") != "passed"]
-        skipped_kept = spec.skipped_pass_to_pass == "kept"
-        broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t), skipped_kept)]
+        failing = [t for t in f2p if not counts_as_passed(run.outcomes.get(t, "missing"), spec)]
+        broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t), spec)]
         if f2p:
             solved = len(f2p) - len(failing)
             score = solved / len(f2p) if spec.partial_credit else float(not failing)
@@ -109,8 +119,18 @@ class TestGrader(Grader):
         )
 
 
-def _kept(outcome: Outcome, on_base: Outcome | None, skipped_kept: bool) -> bool:
-    return outcome == "passed" or (outcome == "skipped" and (skipped_kept or on_base == "skipped"))
+def counts_as_passed(outcome: Outcome, spec: TestsSpec) -> bool:
+    """Whether a declared test with ``outcome`` passed under the task's rules (``xfailed`` per ``tests.xfail``)."""
+    return outcome == "passed" or (outcome == "xfailed" and spec.xfail == "pass")
+
+
+def _kept(outcome: Outcome, on_base: Outcome | None, spec: TestsSpec) -> bool:
+    """Whether a pass_to_pass test with ``outcome`` (``on_base`` on the pristine base) still holds."""
+    if counts_as_passed(outcome, spec):
+        return True
+    if outcome == "skipped":
+        return spec.skipped_pass_to_pass == "kept" or on_base == "skipped"
+    return outcome == "xfailed" and on_base == "xfailed"
 
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:

@@ -8,6 +8,7 @@ timings are published without them. Pure.
 
 from __future__ import annotations
 
+from gradeflow.graders.tests import counts_as_passed
 from gradeflow.models import GradeComponent, GradeResult, TaskSpec
 
 __all__ = ["withhold_hidden_details", "withhold_hidden_timings", "withholds_hidden_details"]
@@ -29,10 +30,11 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
         return component
     broken = set(component.details.get("broken", []))
     declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
+    tests = task_spec.tests
     verdicts = {
-        "fail_to_pass": {test: _verdict(outcome == "passed") for test, outcome in declared["fail_to_pass"].items()},
+        "fail_to_pass": {t: _verdict(counts_as_passed(o, tests)) for t, o in declared["fail_to_pass"].items()},
         "pass_to_pass": {test: _verdict(test not in broken) for test in declared["pass_to_pass"]},
-        "quarantined": {test: _verdict(outcome == "passed") for test, outcome in declared["quarantined"].items()},
+        "quarantined": {t: _verdict(counts_as_passed(o, tests)) for t, o in declared["quarantined"].items()},
     }
     scored = [*verdicts["fail_to_pass"].values(), *verdicts["pass_to_pass"].values()]
     messages = [

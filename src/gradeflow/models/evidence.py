@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 __all__ = [
+    "CaseOutcome",
     "FunctionChange",
     "FunctionMetrics",
     "HarnessSummary",
@@ -27,7 +28,9 @@ __all__ = [
     "TouchedLines",
 ]
 
-Outcome = Literal["passed", "failed", "error", "skipped", "missing"]
+CaseOutcome = Literal["passed", "failed", "error", "skipped", "xfailed"]
+"""A testcase's outcome; ``xfailed`` is an expected failure (pytest's xfail, unittest's ``expectedFailure``)."""
+Outcome = Literal["passed", "failed", "error", "skipped", "xfailed", "missing"]
 """A test's outcome; ``missing`` means it was absent from the report."""
 
 
@@ -39,9 +42,9 @@ class TestCaseResult(BaseModel):
     classname: str = ""
     name: str
     file: str | None = None
-    outcome: Literal["passed", "failed", "error", "skipped"]
+    outcome: CaseOutcome
     message: str = ""
-    """The first line of the failure, error or skip message, cut short."""
+    """The first line of the failure, error, skip or xfail message, cut short."""
 
 
 class InfrastructureEdit(BaseModel):

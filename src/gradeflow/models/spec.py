@@ -122,6 +122,11 @@ class TestsSpec(_Spec):
     skipped_pass_to_pass: Literal["broken", "kept"] = "broken"
     """A pass_to_pass test skipped on the candidate: ``broken`` unless it is skipped on the base too, or
     ``kept`` whatever the base did (SWE-bench's rule, which imported tasks follow)."""
+    xfail: Literal["fail", "pass"] = "fail"
+    """How an expected failure (pytest's xfail, outcome ``xfailed``) on the candidate counts. ``fail``: not
+    a pass, so a fail_to_pass test xfailed is not fixed and a pass_to_pass test xfailed is broken unless
+    it is xfailed on the base too. ``pass``: as a pass for both lists (SWE-bench's rule, which imported
+    tasks follow)."""
     test_files: list[str] = Field(default_factory=lambda: ["**/test_*.py", "**/*_test.py", "**/conftest.py"])
     """Globs of test files: the ones a patch adds or changes are its own tests (the test evidence)."""
     evidence_command: str | None = None

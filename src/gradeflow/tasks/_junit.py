@@ -16,9 +16,8 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Literal
 
-from gradeflow.models.evidence import Outcome, TestCaseResult
+from gradeflow.models.evidence import CaseOutcome, Outcome, TestCaseResult
 from gradeflow.models.testids import split_test_id
 
 __all__ = [
@@ -43,11 +42,16 @@ _DECLARATION = re.compile(r"<!(?:doctype|entity)", re.IGNORECASE)
 _MISC = re.compile(r"(?:\s|<\?.*?\?>|<!--.*?-->)*", re.DOTALL)
 _PATH_PREFIX = re.compile(r"^(?:\.?/)+")
 _FIRST_LINE = re.compile(r"\s*([^\r\n]*)")
-_CaseOutcome = Literal["passed", "failed", "error", "skipped"]
-_KINDS: dict[str, _CaseOutcome] = {"error": "error", "failure": "failed", "skipped": "skipped"}
+_KINDS: dict[str, CaseOutcome] = {"error": "error", "failure": "failed", "skipped": "skipped"}
+_XFAIL_TYPE = "pytest.xfail"
+"""The ``type`` of the ``<skipped>`` pytest writes for an expected failure (xfail, unittest's expectedFailure)."""
 _NON_BLANK = re.compile(r"\S")
-_RANK: dict[str, int] = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
-"""Across duplicate testcases the worst wins: error > failed > passed > skipped."""
+_RANK: dict[str, int] = {"skipped": 0, "passed": 1, "xfailed": 2, "failed": 3, "error": 4}
+"""Across duplicate testcases the worst wins: error > failed > xfailed > passed > skipped.
+
+An expected failure is still a failure that happened, so it outranks a pass (a test whose subtest
+xfailed did not pass whole), and it ranks below an unexpected failure or error.
+"""
 
 
 class JUnitError(ValueError):
@@ -62,7 +66,7 @@ class JUnitTooLarge(JUnitError):
 class _OpenResult:
     """A ``<failure>``, ``<error>`` or ``<skipped>`` being read: its message and the text before its first child."""
 
-    kind: _CaseOutcome
+    kind: CaseOutcome
     message: str | None
     text: list[str] = field(default_factory=list)
     started: bool = False
@@ -119,7 +123,8 @@ class _CaseCollector:
         elif tag == "testcase":
             entry = self._open_case(attrib)
         elif tag in _KINDS and self._open_cases:
-            entry = _OpenResult(_KINDS[tag], attrib.get("message"))
+            kind = "xfailed" if tag == "skipped" and attrib.get("type") == _XFAIL_TYPE else _KINDS[tag]
+            entry = _OpenResult(kind, attrib.get("message"))
             for case in self._open_cases:
                 case.results.append(entry)
         self._stack.append(entry)
@@ -156,9 +161,12 @@ def parse_junit(data: bytes, *, max_cases: int = MAX_JUNIT_TESTCASES) -> list[Te
 
     The root must be ``<testsuites>`` or ``<testsuite>``; testcases are found at any depth (nested
     suites included). A testcase with ``<error>`` is ``error``, else ``<failure>`` is ``failed``, else
-    ``<skipped>`` (pytest's xfail too) is ``skipped``, else ``passed``. ``message`` is the first
-    non-blank line of that result's ``message`` attribute, or else its text, cut to
-    :data:`MESSAGE_CHARS`. A valid report without testcases gives ``[]``. The report is read as a
+    pytest's expected failure (``<skipped type="pytest.xfail">``: a failing ``@pytest.mark.xfail``,
+    ``pytest.xfail()``, unittest's ``expectedFailure``) is ``xfailed``, else any other ``<skipped>`` is
+    ``skipped``, else ``passed``. pytest writes an unexpected pass as a plain pass (non-strict) or a
+    ``<failure>`` (strict, ``[XPASS(strict)]``), so those read as ``passed`` and ``failed``.
+    ``message`` is the first non-blank line of that result's ``message`` attribute, or else its text,
+    cut to :data:`MESSAGE_CHARS`. A valid report without testcases gives ``[]``. The report is read as a
     stream (no element tree is built), so time and memory grow linearly with its size.
 
     Raises:
@@ -212,7 +220,7 @@ def _declares_dtd(data: bytes) -> bool:
 
 def _case_result(case: _OpenCase) -> TestCaseResult:
     """One testcase as a model; the worst of several results decides its outcome."""
-    outcome: _CaseOutcome = "passed"
+    outcome: CaseOutcome = "passed"
     message = ""
     for result in case.results:
         if outcome == "passed" or _RANK[result.kind] > _RANK[outcome]:
@@ -266,7 +274,8 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
        id ``[ünï]`` as ``[\\xfcn\\xef]`` (a function named ``test_ünï`` stays unescaped).
 
     Several testcases under one classname and name (subtests, pytest's separate teardown error)
-    aggregate: error beats failed beats passed beats skipped, so ``skipped`` means all skipped.
+    aggregate: error beats failed beats xfailed beats passed beats skipped, so ``skipped`` means all
+    skipped.
     """
     index = _Index(cases)
     outcomes: dict[str, Outcome] = {}
