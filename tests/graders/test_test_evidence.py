@@ -96,7 +96,6 @@ def test_changing_only_a_helper_of_a_test_file_brings_no_test() -> None:
     ("base", "candidate", "why"),
     [
         (_run({"t": "failed"}), _run(None, timed_out=True), "killed on the candidate"),
-        (_run({"t": "failed"}), _run(None, setup_failed=True), "setup command failed"),
         (_run({"t": "failed"}), _run(None, exit_code=4), "no usable report on the candidate"),
         (_run({"t": "failed"}), _run({}), "none of the patch's tests was collected"),
         (_run(None, junit_found=True, junit_error="bad xml"), _run({"t": "passed"}), "on the base: bad xml"),

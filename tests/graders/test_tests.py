@@ -103,7 +103,6 @@ def test_skipped_pass_to_pass_is_kept_only_when_skipped_on_base(on_base: Outcome
         ({"junit_error": "not XML"}, "no-junit-output"),
         ({"junit_tampered": True, "junit_error": "written before the run"}, "junit-tampered"),
         ({"cases": []}, "no-tests-ran"),
-        ({"setup_failed": True, "exit_code": 1}, "setup-failed"),
     ],
 )
 def test_unusable_runs_score_zero_with_a_message(fields: dict[str, object], code: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox import DEFAULT_IMAGE, DockerSandbox, DockerSandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.tasks._environment import capture_environment, import_environment, lay_workspace, tree_manifest
 
 pytestmark = pytest.mark.docker
 SMALL = EnvironmentSpec(sandbox="docker", memory="256m", pids=64)
@@ -226,3 +228,30 @@ def test_the_docker_kind_builds_a_factory_with_the_default_image() -> None:
     factory = sandbox_factory(EnvironmentSpec(), "docker")
     assert isinstance(factory, DockerSandboxFactory) and factory.settings.image == DEFAULT_IMAGE
     assert (factory.settings.user, factory.settings.memory, factory.settings.pids) == ("1000:1000", 2 << 30, 256)
+
+
+def test_the_task_environment_is_carried_to_a_new_container(
+    docker_client: Any, workspace: Path, tmp_path: Path, no_leftovers: None
+) -> None:
+    del docker_client, no_leftovers
+    pristine = tmp_path / "pristine"
+    shutil.copytree(workspace, pristine, symlinks=True)
+    factory = DockerSandboxFactory(SMALL)
+    setup = "mkdir -p $HOME/.local && echo tool:$PWD > $HOME/.local/tool && echo gen > pkg/gen.txt && rm pkg/data.txt"
+    before = tree_manifest(workspace)
+    with factory.open(workspace) as box:
+        assert box.run(setup, env={}, timeout=30).ok
+        environment = capture_environment(box, before, tmp_path / "environment")
+    assert environment.removed == ["pkg/data.txt"] and environment.roots == {"home": "/gradeflow/home"}
+    candidate = tmp_path / "candidate"
+    shutil.copytree(pristine, candidate, symlinks=True)
+    lay_workspace(environment, candidate, pristine)
+    with factory.open(candidate) as box:
+        import_environment(environment, box, candidate, tmp_path / "scratch")
+        seen = box.run(
+            "cat $HOME/.local/tool pkg/gen.txt; ls pkg; id -u; stat -c %u $HOME/.local/tool", env={}, timeout=30
+        )
+    tool, generated, listing, uid, owner = seen.stdout.split()
+    # HOME and the workspace as setup left them (data.txt removed), owned by the command user.
+    assert (tool, generated, listing) == ("tool:/workspace", "gen", "gen.txt")
+    assert owner == uid != "0"

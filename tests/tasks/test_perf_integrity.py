@@ -270,11 +270,13 @@ def test_an_edited_benchmark_is_reset_and_reported(grade_perf: Callable[..., Gra
 
 
 @pytest.mark.slow
-def test_a_setup_that_rewrites_the_benchmark_is_caught(grade_perf: Callable[..., GradeComponent]) -> None:
+def test_a_setup_hook_the_patch_rewrites_never_runs(grade_perf: Callable[..., GradeComponent]) -> None:
+    # Setup runs once, on the pristine base; both sides get a copy of what it built. The candidate's
+    # hook would have replaced the benchmark by an instant print of the expected answer.
     hook = f"from pathlib import Path\n\nPath('bench.py').write_text('print(\"total {EXPECTED}\")\\n')\n"
-    perf = grade_perf({"setup_hook.py": hook}, timing="wall")
-    assert_faked_out(perf, "perf-benchmark-modified")
-    assert perf.details["modified"] == ["bench.py"]
+    perf = grade_perf({"setup_hook.py": hook}, timing="wall", compare_output=False)
+    assert "modified" not in perf.details and "perf-benchmark-modified" not in perf.reason_codes
+    assert isinstance(perf.details["speedup"], float) and perf.details["speedup"] < 1.5
 
 
 @pytest.mark.slow

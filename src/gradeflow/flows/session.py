@@ -89,6 +89,8 @@ def prepare_base(
     pristine = ensure_pristine(baseline.base, baseline.key)
     if pristine != baseline.pristine:
         baseline = baseline.model_copy(update={"pristine": pristine})
+    if baseline.environment is not None:
+        environment = environment.model_copy(update={"task_environment": baseline.environment.digest})
     return environment, baseline
 
 

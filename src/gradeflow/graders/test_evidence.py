@@ -44,8 +44,6 @@ def _unusable(run: TestRunEvidence | None, side: str) -> str | None:
     """Why ``run`` says nothing about the tests; a base run that timed out still says they fail there."""
     if run is None:
         return f"the patch's tests were not run on the {side}"
-    if run.setup_failed:
-        return f"the setup command failed before the patch's tests could run on the {side}"
     if side == "base" and run.timed_out:
         return None
     if run.timed_out or run.oom_killed:

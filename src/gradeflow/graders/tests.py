@@ -136,9 +136,7 @@ def _kept(outcome: Outcome, on_base: Outcome | None, spec: TestsSpec) -> bool:
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:
     """Why the run cannot be scored at all, as (reason code, message)."""
     if run.disk_full:
-        return "disk-limit-exceeded", "the test command (or setup) filled the sandbox's disk limit"
-    if run.setup_failed:
-        return "setup-failed", f"the setup command failed on the submission (exit code {run.exit_code})"
+        return "disk-limit-exceeded", "the test command filled the sandbox's disk limit"
     if run.oom_killed:
         return "oom-killed", "the test command was killed for using too much memory"
     if run.timed_out:

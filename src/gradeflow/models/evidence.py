@@ -93,10 +93,8 @@ class TestRunEvidence(BaseModel):
     timed_out: bool = False
     oom_killed: bool = False
     disk_full: bool = False
-    """The sandbox's writable space (``environment.disk``) filled up during the run or its setup."""
+    """The sandbox's writable space (``environment.disk``) filled up during the run."""
     duration: float = 0.0
-    setup_failed: bool = False
-    """The task's setup command failed in the candidate's workspace (no test ran)."""
     junit_found: bool = False
     junit_error: str | None = None
     """Why the report could not be read (malformed, too large, written before the run)."""

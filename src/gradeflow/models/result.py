@@ -38,6 +38,9 @@ class EnvironmentFingerprint(BaseModel):
     pythonhashseed: str
     gradeflow_version: str
     task_spec_hash: str
+    task_environment: str | None = None
+    """Digest of what the task's ``setup`` built on the pristine base, copied into every run (``None``:
+    no setup). Not part of :meth:`key`: it is built from what the key already names."""
 
     def key(self) -> str:
         """The parts that change a baseline's behaviour (not the task hash, which the cache key adds)."""

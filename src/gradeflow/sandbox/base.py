@@ -209,6 +209,23 @@ class Sandbox(abc.ABC):
         started survives; the harness folder is not carried over.
         """
 
+    @abc.abstractmethod
+    def environment_roots(self) -> dict[str, str]:
+        """Where commands keep state outside the workspace, as commands see it: ``{name: folder}``.
+
+        ``home`` (``HOME``) always; the local sandbox adds ``env``, its private Python environment. What
+        ``setup`` installs lands in these folders and in the workspace.
+        """
+
+    @abc.abstractmethod
+    def export_environment(self, folder: Path) -> None:
+        """Write each root of :meth:`environment_roots` to the host file ``folder/<name>.tar``, names relative to it."""
+
+    @abc.abstractmethod
+    def import_environment(self, folder: Path) -> None:
+        """Replace each root's content with ``folder/<name>.tar`` (as :meth:`export_environment` wrote it,
+        possibly relocated); a root without a tar is left as it is."""
+
     def output_path(self, name: str) -> str:
         """The path of ``output_dir/name`` as commands see it."""
         return f"{self.output_dir.rstrip('/')}/{name}"

@@ -164,9 +164,10 @@ class DockerSandbox(Sandbox):
             raise
         return container
 
-    def _put(self, container: Any, folder: str, archive: IO[bytes]) -> None:
-        """Extract ``archive`` into ``folder`` as the command user; a tree that does not fit is remembered."""
-        if not put_tree(self._client.api, container.id, folder, archive, user=self._settings.user):
+    def _put(self, container: Any, folder: str, archive: IO[bytes], *, clear: bool = False) -> None:
+        """Extract ``archive`` into ``folder`` (emptied first with ``clear``) as the command user; a tree
+        that does not fit is remembered."""
+        if not put_tree(self._client.api, container.id, folder, archive, user=self._settings.user, clear=clear):
             self._no_room = (
                 f"gradeflow: the files for {folder} do not fit in environment.disk ({self._settings.disk} bytes)"
             )
@@ -268,6 +269,27 @@ class DockerSandbox(Sandbox):
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy the harness in: {exc}") from None
         return HARNESS_DIR
+
+    def environment_roots(self) -> dict[str, str]:
+        return {"home": HOME_DIR}
+
+    def export_environment(self, folder: Path) -> None:
+        container = self._live()
+        try:
+            with (folder / "home.tar").open("wb") as out:
+                get_tree(self._client.api, container.id, HOME_DIR, out, user=self._settings.user)
+        except ENGINE_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot copy {HOME_DIR} out: {exc}") from None
+
+    def import_environment(self, folder: Path) -> None:
+        if not (folder / "home.tar").is_file():
+            return
+        container = self._live()
+        try:
+            with owned_copy(folder / "home.tar", self._settings.uid, self._settings.gid) as tree:
+                self._put(container, HOME_DIR, tree, clear=True)
+        except _IMPORT_ERRORS as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot copy {HOME_DIR} in: {exc}") from None
 
     def export_workspace(self, archive: Path) -> None:
         """Copy ``/workspace`` out to ``archive``, and ``HOME`` to a host file kept for :meth:`import_workspace`."""

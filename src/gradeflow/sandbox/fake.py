@@ -71,6 +71,8 @@ class FakeSandbox(Sandbox):
         self._calls = calls
         self.workspace = str(host_workspace)
         self.output_dir = str(self._scratch)
+        self._home = self._scratch.with_name(self._scratch.name + "-home")
+        self._home.mkdir()
 
     def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
         call = FakeCall(command, dict(env), timeout, Path(self.workspace), self._scratch)
@@ -93,6 +95,16 @@ class FakeSandbox(Sandbox):
             (folder / name).write_bytes(data)
         return str(folder)
 
+    def environment_roots(self) -> dict[str, str]:
+        return {"home": str(self._home)}
+
+    def export_environment(self, folder: Path) -> None:
+        archive_tree(self._home, folder / "home.tar")
+
+    def import_environment(self, folder: Path) -> None:
+        if (folder / "home.tar").is_file():
+            replace_tree(self._home, folder / "home.tar")
+
     def export_workspace(self, archive: Path) -> None:
         archive_tree(Path(self.workspace), archive)
 
@@ -102,6 +114,7 @@ class FakeSandbox(Sandbox):
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
         shutil.rmtree(self._scratch.with_name(self._scratch.name + "-harness"), ignore_errors=True)
+        shutil.rmtree(self._home, ignore_errors=True)
 
 
 @dataclass

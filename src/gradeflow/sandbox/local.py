@@ -161,6 +161,18 @@ class LocalSandbox(Sandbox):
             (folder / name).write_bytes(data)
         return str(folder)
 
+    def environment_roots(self) -> dict[str, str]:
+        return {name: str(self._scratch / name) for name in ("env", "home")}
+
+    def export_environment(self, folder: Path) -> None:
+        for name, root in self.environment_roots().items():
+            archive_tree(Path(root), folder / f"{name}.tar")
+
+    def import_environment(self, folder: Path) -> None:
+        for name, root in self.environment_roots().items():
+            if (folder / f"{name}.tar").is_file():
+                replace_tree(Path(root), folder / f"{name}.tar")
+
     def export_workspace(self, archive: Path) -> None:
         archive_tree(Path(self.workspace), archive)
         # Not beside HOME, where a command would find it by a relative path.

@@ -7,6 +7,7 @@ baseline raises, so nothing inconclusive is ever cached.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shutil
 import tempfile
@@ -25,6 +26,13 @@ from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
+from gradeflow.tasks._environment import (
+    TaskEnvironment,
+    capture_environment,
+    import_environment,
+    lay_workspace,
+    tree_manifest,
+)
 from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch
@@ -36,10 +44,14 @@ __all__ = [
     "Baseline",
     "base_test_run",
     "baseline_key",
+    "build_environment",
     "ensure_pristine",
     "inject_hidden",
+    "inject_hidden_on_base",
+    "open_sandbox",
     "prepare_baseline",
-    "set_up_sandbox",
+    "task_environment",
+    "task_sandbox",
     "working_copy",
 ]
 
@@ -53,11 +65,13 @@ class Baseline(BaseModel):
     """One-commit repository of the base content; never modified after it is built."""
     tests: TestRunEvidence
     """The test command on the pristine base with hidden tests injected."""
+    environment: TaskEnvironment | None = None
+    """What ``setup`` built on the pristine base, copied into every run (``None``: the task has no setup)."""
 
 
-BASELINE_FORMAT = 4
+BASELINE_FORMAT = 5
 """Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
-3: the base is a git checkout, not an archive)."""
+3: the base is a git checkout, not an archive; 5: setup's environment is built once on the base)."""
 
 
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
@@ -103,38 +117,105 @@ def working_copy(pristine: Path) -> Path:
 def prepare_baseline(
     task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint, sandboxes: SandboxFactory
 ) -> Baseline:
-    """Materialize and health-check the pristine base; ``BaselineBroken`` when it is not healthy."""
+    """Materialize the pristine base, build the task's environment on it, and health-check both.
+
+    ``BaselineBroken`` when setup fails there or the tests give no usable report.
+    """
     key = baseline_key(task_spec, base, fingerprint)
     pristine = ensure_pristine(base, key)
-    return Baseline(base=base, key=key, pristine=pristine, tests=base_test_run(task_spec, pristine, sandboxes))
+    environment = build_environment(task_spec, pristine, key, sandboxes)
+    tests = base_test_run(task_spec, pristine, sandboxes, environment)
+    return Baseline(base=base, key=key, pristine=pristine, tests=tests, environment=environment)
 
 
-def base_test_run(task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory) -> TestRunEvidence:
-    """Set up and test a throwaway copy of the pristine base (hidden tests injected)."""
+def base_test_run(
+    task_spec: TaskSpec, pristine: Path, sandboxes: SandboxFactory, environment: TaskEnvironment | None
+) -> TestRunEvidence:
+    """Test a throwaway copy of the pristine base (hidden tests injected) in a copy of the task's environment."""
     workspace = working_copy(pristine)
     try:
+        inject_hidden_on_base(task_spec, workspace, "on the pristine base")
         harness = start_harness(task_spec, workspace, None, None)
-        with set_up_sandbox(task_spec, workspace, sandboxes, "on the pristine base") as sandbox:
+        with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
             evidence = run_test_command(task_spec, sandbox, harness=harness)
             return require_report(evidence, f"task {task_spec.task_id} base")
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
 
 
-@contextmanager
-def set_up_sandbox(task_spec: TaskSpec, workspace: Path, sandboxes: SandboxFactory, where: str) -> Iterator[Sandbox]:
-    """A sandbox over a copy of the base (hidden tests injected) whose setup succeeded, else ``BaselineBroken``."""
+def inject_hidden_on_base(task_spec: TaskSpec, workspace: Path, where: str) -> None:
+    """:func:`inject_hidden` into a copy of the base; ``BaselineBroken`` naming ``where`` when it fails."""
     try:
         inject_hidden(task_spec, workspace, workspace.parent / "backup")
     except (OSError, SubmissionError) as exc:
         raise BaselineBroken(f"task {task_spec.task_id}: hidden tests cannot be injected {where}: {exc}") from None
-    with sandboxes.open(workspace) as sandbox:
-        setup = run_setup(task_spec, sandbox)
-        if setup is not None and not setup.ok:
-            raise BaselineBroken(
-                f"task {task_spec.task_id}: setup fails {where} (exit {setup.exit_code})", reason_code="setup-failed"
-            )
+
+
+def build_environment(
+    task_spec: TaskSpec, pristine: Path, key: str, sandboxes: SandboxFactory
+) -> TaskEnvironment | None:
+    """The task's environment for baseline ``key``: ``setup`` run once on a copy of the pristine base.
+
+    Kept beside the pristine folder and reused while it is there; ``None`` when the task has no setup.
+    ``BaselineBroken`` (``setup-failed``) when setup fails.
+    """
+    if not task_spec.setup:
+        return None
+    folder = pristine.parent / "environment"
+    if (folder / "environment.json").is_file():
+        return TaskEnvironment.load(folder)
+    workspace = working_copy(pristine)
+    staging = Path(tempfile.mkdtemp(prefix="environment-", dir=pristine.parent))
+    try:
+        inject_hidden_on_base(task_spec, workspace, "before setup")
+        before = tree_manifest(workspace)
+        with sandboxes.open(workspace) as sandbox:
+            setup = run_setup(task_spec, sandbox)
+            if setup is not None and not setup.ok:
+                raise BaselineBroken(
+                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code})",
+                    reason_code="setup-failed",
+                )
+            capture_environment(sandbox, before, staging)
+        with contextlib.suppress(OSError):  # another run built it first: theirs is as good
+            staging.rename(folder)
+        return TaskEnvironment.load(folder)
+    finally:
+        shutil.rmtree(workspace.parent, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def task_environment(task_spec: TaskSpec, baseline: Baseline, sandboxes: SandboxFactory) -> TaskEnvironment | None:
+    """The baseline's environment, built again when a cleaned cache lost it."""
+    if baseline.environment is not None and (baseline.environment.folder / "environment.json").is_file():
+        return baseline.environment
+    return build_environment(task_spec, baseline.pristine, baseline.key, sandboxes)
+
+
+@contextmanager
+def open_sandbox(
+    tree: Path, pristine: Path, sandboxes: SandboxFactory, environment: TaskEnvironment | None
+) -> Iterator[Sandbox]:
+    """A sandbox over ``tree`` holding its own copy of the task's environment (none without setup)."""
+    if environment is None:
+        with sandboxes.open(tree) as sandbox:
+            yield sandbox
+        return
+    lay_workspace(environment, tree, pristine)
+    with sandboxes.open(tree) as sandbox:
+        scratch = Path(tempfile.mkdtemp(prefix="gradeflow-env-"))
+        try:
+            import_environment(environment, sandbox, tree, scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         yield sandbox
+
+
+@contextmanager
+def task_sandbox(task_spec: TaskSpec, tree: Path, baseline: Baseline, sandboxes: SandboxFactory) -> Iterator[Sandbox]:
+    """A sandbox over ``tree`` (a disposable copy) set up as the task's runs are: the base's environment."""
+    with open_sandbox(tree, baseline.pristine, sandboxes, task_environment(task_spec, baseline, sandboxes)) as box:
+        yield box
 
 
 def inject_hidden(task_spec: TaskSpec, tree: Path, backup: Path) -> None:

@@ -24,7 +24,7 @@ from gradeflow.tasks._junit import outcomes_for
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import run_test_command
-from gradeflow.tasks.baseline import Baseline, set_up_sandbox, working_copy
+from gradeflow.tasks.baseline import Baseline, inject_hidden_on_base, task_sandbox, working_copy
 
 __all__ = ["FlakyTest", "RepeatedRuns", "flaky_tests", "repeat_tests"]
 
@@ -104,7 +104,8 @@ def flaky_tests(task_spec: TaskSpec, repeated: RepeatedRuns) -> list[FlakyTest]:
 def repeat_tests(
     task_spec: TaskSpec, baseline: Baseline, patch: str | None, sandboxes: SandboxFactory, runs: int
 ) -> RepeatedRuns:
-    """Set up once, then run the test command ``runs`` times on the base (or the base plus ``patch``)."""
+    """Run the test command ``runs`` times on the base (or the base plus ``patch``) in a copy of the task's
+    environment."""
     repeated = RepeatedRuns(side="base" if patch is None else "reference")
     workspace = working_copy(baseline.pristine)
     try:
@@ -112,7 +113,8 @@ def repeat_tests(
             apply_patch(workspace, patch or "")
         except SubmissionError as exc:
             return repeated.model_copy(update={"errors": [f"the reference patch cannot be applied: {exc}"]})
-        with set_up_sandbox(task_spec, workspace, sandboxes, "before the repeated runs") as sandbox:
+        inject_hidden_on_base(task_spec, workspace, "before the repeated runs")
+        with task_sandbox(task_spec, workspace, baseline, sandboxes) as sandbox:
             for number in range(1, runs + 1):
                 evidence = run_test_command(task_spec, sandbox)
                 if evidence.timed_out or not evidence.junit_found or evidence.junit_error:

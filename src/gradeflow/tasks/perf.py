@@ -1,13 +1,14 @@
 """Task: interleaved benchmark runs on a pristine copy and on the candidate, scored by PerfGrader.
 
-Runs cannot share state. Setup runs once per side; the tree it leaves is exported, and every timed
-run, base and candidate alike, starts from a fresh import of it (``HOME`` as setup left it, ``TMPDIR``
-empty; in docker a fresh container, so ``/tmp``, ``/var/tmp`` and ``/dev/shm`` are empty too).
+Runs cannot share state. Each side's sandbox gets a copy of the task's environment (what setup built
+on the pristine base); its tree is exported, and every timed run, base and candidate alike, starts from
+a fresh import of it (``HOME`` as setup left it, ``TMPDIR`` empty; in docker a fresh container, so
+``/tmp``, ``/var/tmp`` and ``/dev/shm`` are empty too).
 
 The benchmark is sealed: the files ``perf.command`` and ``perf.check`` name (``python bench.py``,
 ``python -m pkg.bench``, ``bash run.sh``) and ``perf.sealed`` globs are reset to the base before the
-candidate's setup, and to the base's post-setup content after it. A change to any of them is
-reported (``perf-benchmark-modified``).
+environment is laid over the candidate's tree, and to the base's content with it after. A change to
+any of them is reported (``perf-benchmark-modified``).
 """
 
 from __future__ import annotations
@@ -35,8 +36,7 @@ from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, San
 from gradeflow.tasks._files import list_files, restore_from
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import _command_files
-from gradeflow.tasks._testrun import run_setup
-from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["benchmark_files", "output_digest", "run_perf", "timing_of"]
@@ -102,7 +102,10 @@ def run_perf(
     base_copy, cand_copy = working_copy(baseline.pristine), working_copy(snapshot.workspace)
     try:
         sealed, modified = _seal(task_spec.perf, snapshot.changes, cand_copy, baseline.pristine)
-        with sandboxes.open(base_copy) as base_box, sandboxes.open(cand_copy) as cand_box:
+        with (
+            task_sandbox(task_spec, base_copy, baseline, sandboxes) as base_box,
+            task_sandbox(task_spec, cand_copy, baseline, sandboxes) as cand_box,
+        ):
             evidence = _interleave(task_spec, base_box, cand_box, _Sides(base_copy.parent, sealed))
     finally:
         shutil.rmtree(base_copy.parent, ignore_errors=True)
@@ -147,17 +150,8 @@ def _seal(spec: PerfSpec | None, changes: list[ChangedFile], tree: Path, pristin
 def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox, sides: _Sides) -> PerfEvidence:
     spec = task_spec.perf
     assert spec is not None
-    setup = run_setup(task_spec, base_box)
-    if setup is not None and not setup.ok:
-        raise BaselineBroken(
-            f"task {task_spec.task_id}: setup fails on the pristine base for the benchmark",
-            reason_code="setup-failed",
-        )
     base_tree, cand_tree = sides.scratch / "base.tar", sides.scratch / "candidate.tar"
     base_box.export_workspace(base_tree)
-    cand_setup = run_setup(task_spec, cand_box)
-    if cand_setup is not None and not cand_setup.ok:
-        return PerfEvidence(errors=[f"setup failed on the submission (exit {cand_setup.exit_code})"])
     try:
         cand_box.export_workspace(cand_tree)
         evidence = PerfEvidence(modified=_reseal(cand_tree, base_tree, sides.sealed))
@@ -178,8 +172,8 @@ def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox, sides
 def _reseal(candidate: Path, base: Path, sealed: list[str]) -> list[str]:
     """Rewrite the exported tree ``candidate`` with the sealed files as in ``base``; those that differed.
 
-    Both archives were taken after setup, so a sealed file the candidate's setup rewrote is put back
-    too. Whatever stands where a sealed file or one of its folders belongs (a link, a folder) is left out.
+    Both archives hold the task's environment (a sealed file setup rewrote on the base is compared as it
+    left it). Whatever stands where a sealed file or one of its folders belongs (a link, a folder) is left out.
     """
     paths = set(sealed)
     folders = sorted({str(f) for p in paths for f in PurePosixPath(p).parents if str(f) != "."}, key=len)

@@ -36,8 +36,8 @@ from gradeflow.tasks._functions import selected_test_ids, touched_lines
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import seal_infrastructure
 from gradeflow.tasks._sources import file_functions
-from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
-from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks._testrun import run_test_command, start_harness
+from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["check_test_evidence", "evidence_command", "patch_test_files", "select_patch_tests"]
@@ -79,20 +79,18 @@ def evidence_command(task_spec: TaskSpec, selected: list[str]) -> str:
 
 
 def _run(
-    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, run: _Selection, base: TestRunEvidence
+    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, run: _Selection, baseline: Baseline
 ) -> TestRunEvidence:
-    """Setup, then the command with the harness (checked against the base run) in a sandbox over ``tree``.
+    """The command with the harness (checked against the base run) in a sandbox over ``tree`` holding a
+    copy of the task's environment.
 
     The harness keeps only the selected tests, so the task's own tests never run with them (a command
     that names test paths, ``pytest tests/``, would otherwise collect those too and count them as proof).
     """
     command, selected = run
-    harness = start_harness(task_spec, tree, command, base, selected)
-    with sandboxes.open(tree) as sandbox:
-        setup = run_setup(task_spec, sandbox)
-        if setup is not None and not setup.ok:
-            return TestRunEvidence(exit_code=setup.exit_code, timed_out=setup.timed_out, setup_failed=True)
-        return run_test_command(task_spec, sandbox, command, harness=harness, base=base)
+    harness = start_harness(task_spec, tree, command, baseline.tests, selected)
+    with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
+        return run_test_command(task_spec, sandbox, command, harness=harness, base=baseline.tests)
 
 
 def _candidate_run(
@@ -103,7 +101,7 @@ def _candidate_run(
     tree = working_copy(snapshot.workspace)
     try:
         seal_infrastructure(task_spec, snapshot.changes, tree, baseline.pristine)
-        return _run(task_spec, tree, sandboxes, run, baseline.tests)
+        return _run(task_spec, tree, sandboxes, run, baseline)
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
 
@@ -120,7 +118,7 @@ def _base_run(
             if source.is_file() and not source.is_symlink():
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
-        return _run(task_spec, copy, sandboxes, run, baseline.tests)
+        return _run(task_spec, copy, sandboxes, run, baseline)
     finally:
         shutil.rmtree(copy.parent, ignore_errors=True)
 

@@ -19,8 +19,8 @@ from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import seal_acceptance_tree
-from gradeflow.tasks._testrun import run_setup, run_test_command, start_harness
-from gradeflow.tasks.baseline import Baseline, inject_hidden, working_copy
+from gradeflow.tasks._testrun import run_test_command, start_harness
+from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["TestsOutcome", "run_tests"]
@@ -50,7 +50,7 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     tree = working_copy(snapshot.workspace)
     try:
         sealed = seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
-        evidence = candidate_test_run(task_spec, tree, sandboxes, baseline.tests)
+        evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
     finally:
         shutil.rmtree(tree.parent, ignore_errors=True)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
@@ -65,22 +65,14 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
 
 
 def candidate_test_run(
-    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, base: TestRunEvidence
+    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, baseline: Baseline
 ) -> TestRunEvidence:
-    """Hidden tests injected into ``tree`` (a disposable copy), then setup and the harnessed tests in a sandbox."""
+    """Hidden tests injected into ``tree`` (a disposable copy), then the harnessed tests in a sandbox
+    holding a copy of the task's environment (setup never runs on the candidate)."""
     try:
         inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
     except (OSError, SubmissionError) as exc:
         return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
-    harness = start_harness(task_spec, tree, None, base)
-    with sandboxes.open(tree) as sandbox:
-        setup = run_setup(task_spec, sandbox)
-        if setup is not None and not setup.ok:
-            return TestRunEvidence(
-                exit_code=setup.exit_code,
-                timed_out=setup.timed_out,
-                disk_full=setup.disk_full,
-                setup_failed=True,
-                output_tail=(setup.stdout + setup.stderr)[-2000:],
-            )
-        return run_test_command(task_spec, sandbox, harness=harness, base=base)
+    harness = start_harness(task_spec, tree, None, baseline.tests)
+    with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
+        return run_test_command(task_spec, sandbox, harness=harness, base=baseline.tests)

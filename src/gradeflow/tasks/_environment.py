@@ -1,0 +1,263 @@
+"""The task's environment: what ``setup`` built on the pristine base, captured once, copied into every run.
+
+``setup`` runs once per baseline, in a sandbox over a copy of the pristine base (hidden tests injected).
+What it left is kept in a folder beside the pristine repository:
+
+- ``<root>.tar`` for each of the sandbox's environment roots (``HOME``; the local sandbox's private
+  Python environment), as :meth:`~gradeflow.sandbox.base.Sandbox.export_environment` wrote them;
+- ``workspace.tar``: the workspace files setup added or changed (``.git`` and bytecode left out);
+- ``environment.json``: this module's :class:`TaskEnvironment`: the paths setup ran with, the files
+  that name them, the files setup removed, and a digest of the whole.
+
+Every run after that (the base's acceptance run, the candidate's, test evidence, perf, repeated runs)
+gets its own copy: the workspace files are laid over its tree, except where the tree differs from the
+base (the candidate's own change wins), and the roots are imported into its sandbox. The old paths are
+rewritten to the new ones in the files that named them (an editable install names the workspace; a
+console script names the environment's interpreter). The candidate's packaging (``pyproject.toml``,
+``setup.py``, entry points) never runs and installs nothing: a patch that changes its dependencies or
+its build is graded in the base's environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import stat
+import tarfile
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel
+
+from gradeflow.sandbox.base import Sandbox
+
+__all__ = ["TaskEnvironment", "capture_environment", "import_environment", "lay_workspace", "tree_manifest"]
+
+WORKSPACE_ARCHIVE = "workspace"
+"""The name of the captured workspace files among the archives (beside the roots' names)."""
+
+_SIGNATURE = tuple[str, str]
+"""How an entry stands: (``file``/``exec``/``link``/``dir``, content hash or link target)."""
+
+
+class TaskEnvironment(BaseModel):
+    """A captured environment: where it is kept and what is needed to copy it into a new sandbox."""
+
+    folder: Path
+    digest: str
+    """sha256 of every captured file with the old paths written as placeholders, caches and bytecode left out."""
+    workspace: str
+    """The workspace path setup ran in, as its commands saw it."""
+    roots: dict[str, str]
+    """The sandbox's environment roots setup ran with (``home``, ``env``), as its commands saw them."""
+    naming: dict[str, list[str]]
+    """Per archive (``workspace`` or a root's name), the members whose content names one of those paths."""
+    removed: list[str]
+    """Workspace paths setup deleted."""
+
+    def save(self) -> None:
+        (self.folder / "environment.json").write_text(self.model_dump_json(indent=1))
+
+    @classmethod
+    def load(cls, folder: Path) -> TaskEnvironment:
+        loaded = cls.model_validate_json((folder / "environment.json").read_text())
+        return loaded.model_copy(update={"folder": folder})
+
+
+def _skipped(name: str) -> bool:
+    parts = PurePosixPath(name).parts
+    return not parts or parts[0] == ".git" or "__pycache__" in parts or name.endswith((".pyc", ".pyo"))
+
+
+def _relative(name: str) -> str:
+    return str(PurePosixPath(name.removeprefix("./")))
+
+
+def tree_manifest(tree: Path) -> dict[str, _SIGNATURE]:
+    """Every entry under ``tree`` but ``.git`` and bytecode, with its signature (links are not followed)."""
+    found: dict[str, _SIGNATURE] = {}
+    for folder, dirs, files in os.walk(tree):
+        base = Path(folder)
+        for name in [*dirs, *files]:
+            path = base / name
+            rel = path.relative_to(tree).as_posix()
+            if _skipped(rel):
+                continue
+            signature = _path_signature(path)
+            if signature is not None:
+                found[rel] = signature
+        dirs[:] = [
+            d for d in dirs if not (base / d).is_symlink() and not _skipped((base / d).relative_to(tree).as_posix())
+        ]
+    return found
+
+
+def _path_signature(path: Path) -> _SIGNATURE | None:
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return ("link", os.readlink(path))
+    if stat.S_ISDIR(info.st_mode):
+        return ("dir", "")
+    if stat.S_ISREG(info.st_mode):
+        kind = "exec" if info.st_mode & 0o111 else "file"
+        return (kind, hashlib.sha256(path.read_bytes()).hexdigest())
+    return None
+
+
+def _member_signature(member: tarfile.TarInfo, data: bytes | None) -> _SIGNATURE | None:
+    if member.issym():
+        return ("link", member.linkname)
+    if member.isdir():
+        return ("dir", "")
+    if member.isfile() and data is not None:
+        return ("exec" if member.mode & 0o111 else "file", hashlib.sha256(data).hexdigest())
+    return None
+
+
+def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder: Path) -> TaskEnvironment:
+    """Keep in ``folder`` what setup left in ``sandbox``: its roots, and the workspace's changes from ``before``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sandbox.export_environment(folder)
+    after = folder / "after.tar"
+    sandbox.export_workspace(after)
+    seen: set[str] = set()
+    with tarfile.open(after) as src, tarfile.open(folder / f"{WORKSPACE_ARCHIVE}.tar", "w") as dst:
+        for member in src:
+            name = _relative(member.name)
+            if name == "." or _skipped(name) or ".." in PurePosixPath(name).parts:
+                continue
+            seen.add(name)
+            data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+            signature = _member_signature(member, data)
+            if signature is None or before.get(name) == signature:
+                continue
+            member.name = name
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    after.unlink()
+    roots = sandbox.environment_roots()
+    olds = {"<workspace>": sandbox.workspace, **{f"<{name}>": path for name, path in roots.items()}}
+    naming: dict[str, list[str]] = {}
+    digest = hashlib.sha256()
+    for archive in sorted([WORKSPACE_ARCHIVE, *roots]):
+        naming[archive] = _scan(folder / f"{archive}.tar", olds, digest, archive)
+    removed = sorted(p for p, sig in before.items() if p not in seen and sig[0] != "dir")
+    digest.update("\0".join(removed).encode())
+    environment = TaskEnvironment(
+        folder=folder,
+        digest=f"sha256:{digest.hexdigest()}",
+        workspace=sandbox.workspace,
+        roots=roots,
+        naming={k: v for k, v in naming.items() if v},
+        removed=removed,
+    )
+    environment.save()
+    return environment
+
+
+def _scan(archive: Path, olds: dict[str, str], digest: hashlib._Hash, label: str) -> list[str]:
+    """Members of ``archive`` naming one of the ``olds`` paths; each member goes into ``digest`` normalised."""
+    naming: list[str] = []
+    if not archive.is_file():
+        return naming
+    patterns = sorted(
+        ((old.encode(), placeholder.encode()) for placeholder, old in olds.items()), key=lambda p: -len(p[0])
+    )
+    with tarfile.open(archive) as tar:
+        for member in sorted(tar.getmembers(), key=lambda m: m.name):
+            name = _relative(member.name)
+            data = tar.extractfile(member).read() if member.isfile() else b""  # type: ignore[union-attr]
+            normal = data if b"\0" in data else _replace(data, patterns)
+            if normal != data:
+                naming.append(member.name)
+            cached = label == "home" and PurePosixPath(name).parts[:1] == (".cache",)
+            if not cached and not _skipped(name):
+                signature = _member_signature(member, normal) or ("other", "")
+                digest.update(f"{label}\0{name}\0{signature[0]}\0{signature[1]}\n".encode())
+    return naming
+
+
+def _replace(data: bytes, pairs: list[tuple[bytes, bytes]]) -> bytes:
+    for old, new in pairs:
+        if old and old != new:
+            data = data.replace(old, new)
+    return data
+
+
+def lay_workspace(environment: TaskEnvironment, tree: Path, pristine: Path) -> None:
+    """Lay the workspace files setup made over ``tree``, except where ``tree`` differs from ``pristine``.
+
+    Where the candidate changed a path (its content is not the base's), its own version stays, and
+    nothing is laid through a link or into a folder the candidate replaced.
+    """
+    with tarfile.open(environment.folder / f"{WORKSPACE_ARCHIVE}.tar") as tar:
+        for member in tar:
+            name = _relative(member.name)
+            if ".." in PurePosixPath(name).parts or not _base_owned(tree, pristine, name):
+                continue
+            target = tree / name
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+                continue
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tar.extract(member, tree, filter="tar")
+    for name in environment.removed:
+        target = tree / name
+        if _base_owned(tree, pristine, name) and (target.is_file() or target.is_symlink()):
+            target.unlink()
+
+
+def _base_owned(tree: Path, pristine: Path, name: str) -> bool:
+    """Whether ``name`` and each folder above it stand in ``tree`` as in ``pristine`` (no link, same content)."""
+    path = PurePosixPath(name)
+    for folder in reversed(path.parents):
+        if str(folder) == ".":
+            continue
+        here, there = tree / folder, pristine / folder
+        if here.is_symlink() or (here.exists() and not here.is_dir()) or there.is_symlink():
+            return False
+    here, there = tree / name, pristine / name
+    if not here.exists() and not here.is_symlink():
+        return not there.exists() and not there.is_symlink()
+    if not there.exists() and not there.is_symlink():
+        return False
+    return _path_signature(here) == _path_signature(there)
+
+
+def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Path, scratch: Path) -> None:
+    """Copy the captured roots into ``sandbox`` (over ``tree``), with the old paths rewritten to its own.
+
+    ``scratch`` is a private folder for the rewritten archives. The workspace files that named an old
+    path are rewritten in ``tree`` when the sandbox runs there (the local sandbox); the docker sandbox's
+    paths never change, so there is nothing to rewrite.
+    """
+    roots = sandbox.environment_roots()
+    moves = [(environment.workspace, sandbox.workspace)]
+    moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
+    pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
+    scratch.mkdir(parents=True, exist_ok=True)
+    for name in roots:
+        source = environment.folder / f"{name}.tar"
+        if not source.is_file():
+            continue
+        named = set(environment.naming.get(name, []))
+        if not pairs or not named:
+            shutil.copyfile(source, scratch / f"{name}.tar")
+            continue
+        with tarfile.open(source) as src, tarfile.open(scratch / f"{name}.tar", "w") as dst:
+            for member in src:
+                data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+                if data is not None and member.name in named:
+                    data = _replace(data, pairs)
+                    member.size = len(data)
+                dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    sandbox.import_environment(scratch)
+    if pairs and Path(sandbox.workspace) == tree:
+        for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
+            target = tree / _relative(name)
+            if target.is_file() and not target.is_symlink():
+                target.write_bytes(_replace(target.read_bytes(), pairs))
