@@ -142,8 +142,10 @@ def test_a_report_rewritten_with_passes_after_a_failing_run_is_tampered(
 
 
 def test_a_report_written_before_the_run_is_never_read(grade_candidate: Grade) -> None:
-    # The setup step (candidate code) plants a passing report where the test command will write its own;
-    # the test command then dies before writing any. The output folder is emptied before every command.
+    # The patch turns the setup hook into a planter of a passing report where the test command will
+    # write its own, and makes the test command die before writing any. Setup runs on the pristine base
+    # only, so the hook never runs for the candidate; and the output folder is emptied before every
+    # command, so a report left by any earlier command would not be read either.
     plant = f"open('/gradeflow/out/junit.xml', 'w').write({JUNIT_ALL_PASS!r})\n"
     result = grade_candidate(
         {"setup_hook.py": plant, "src/mod.py": "import os\n\nos._exit(1)\n"}, setup="python setup_hook.py"
