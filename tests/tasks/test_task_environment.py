@@ -6,6 +6,7 @@ capture, lay and import directly; the grade part goes through ``gradeflow.grade`
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -186,3 +187,28 @@ def test_capture_lay_and_import_carry_setups_work_to_a_new_sandbox(tmp_path: Pat
     # The old paths are rewritten to the new sandbox's, in the workspace, HOME and the environment.
     assert (candidate / "gen/where.txt").read_text() == f"{candidate}\n"
     assert result.stdout.splitlines() == [f"home:{candidate}", f"#!{env_root}/bin/python"]
+
+
+def test_nothing_is_laid_or_rewritten_through_a_link_the_candidate_planted(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    (base / "src").mkdir(parents=True)
+    (base / "src" / "mod.py").write_text("x = 1\n")
+    pristine = tmp_path / "pristine"
+    shutil.copytree(base, pristine)
+    before = tree_manifest(base)
+    with LocalSandbox(base) as box:
+        assert box.run("mkdir gen && echo $PWD > gen/where.txt && echo $PWD > src/where.txt", env={}, timeout=30).ok
+        environment = capture_environment(box, before, tmp_path / "environment")
+    assert environment.naming["workspace"] == ["gen/where.txt", "src/where.txt"]
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "where.txt").write_text(f"{base}\n")
+    candidate = tmp_path / "candidate"
+    shutil.copytree(pristine, candidate)
+    (candidate / "gen").symlink_to(outside)
+    lay_workspace(environment, candidate, pristine)
+    with LocalSandbox(candidate) as box:
+        import_environment(environment, box, candidate, tmp_path / "scratch")
+    assert (outside / "where.txt").read_text() == f"{base}\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["where.txt"]
+    assert (candidate / "src" / "where.txt").read_text() == f"{candidate}\n"

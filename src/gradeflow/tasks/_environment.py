@@ -257,7 +257,9 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
                 dst.addfile(member, io.BytesIO(data) if data is not None else None)
     sandbox.import_environment(scratch)
     if pairs and Path(sandbox.workspace) == tree:
+        inside = tree.resolve()
         for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
             target = tree / _relative(name)
-            if target.is_file() and not target.is_symlink():
+            # Never through a link: the candidate's tree may hold one where setup's file was.
+            if target.is_file() and target.resolve() == inside / _relative(name):
                 target.write_bytes(_replace(target.read_bytes(), pairs))
