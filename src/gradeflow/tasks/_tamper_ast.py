@@ -45,6 +45,8 @@ _WALK_BUDGET = 200
 _MODULES_METHODS = frozenset({"get", "pop", "setdefault", "__getitem__", "__contains__", "__setitem__"})
 _PATCHERS = frozenset({"patch", "object", "setattr", "delattr", "setitem", "__setattr__", "__delattr__"})
 _DICT_WRITES = frozenset({"update", "setdefault", "__setitem__", "pop", "__delitem__"})
+_MOCK_PATCH = frozenset({"unittest.mock.patch", "mock.patch"})
+"""Patchers whose first argument is a dotted target they import: a computed one is a finding."""
 _OPENERS = frozenset({"open", "io.open", "codecs.open", "os.open"})
 _MOVERS = frozenset({"shutil.copy", "shutil.copy2", "shutil.copyfile", "shutil.move", "os.replace", "os.rename"})
 _PATH_WRITES = frozenset({"write_text", "write_bytes", "open", "touch"})
@@ -165,6 +167,13 @@ def _reverses(part: ast.Slice) -> bool:
     step = part.step
     negative = isinstance(step, ast.UnaryOp) and isinstance(step.op, ast.USub) and _int(step.operand) == 1
     return negative and part.lower is None and part.upper is None
+
+
+def _own_module_name(node: ast.AST) -> bool:
+    """``__name__`` or ``x.__module__``-like: a key naming the caller's own module or an object's."""
+    if isinstance(node, ast.Name):
+        return node.id in ("__name__", "__package__")
+    return isinstance(node, ast.Attribute) and node.attr in ("__module__", "__name__", "__package__")
 
 
 def _int(node: ast.AST) -> int | None:
@@ -317,6 +326,7 @@ class _Scanner:
                     parts.append(first)
                     node = node.args[0]
                 elif callee in IMPORTERS and literal and first:
+                    first = first.replace(":", ".")  # pkgutil.resolve_name('os:_exit')
                     top = first.split(".", 1)[0] if callee.endswith("__import__") else first
                     return ".".join([top, *reversed(parts)])
                 else:
@@ -459,7 +469,7 @@ class _Scanner:
         if complete:
             self._consume(target)
             if not module.startswith("."):
-                self._module(node, module, f" (through {name})")
+                self._module(node, module.replace(":", "."), f" (through {name})")
         elif computed and may_name_suspect_module(module):
             message = f"{name}() of a computed module name, which the scan cannot check"
             self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
@@ -467,6 +477,10 @@ class _Scanner:
     def _modules_key(self, key_node: ast.AST, store: bool) -> None:
         key, complete = _fold(key_node)
         if not complete:
+            if not _own_module_name(key_node) and may_name_suspect_module(key):
+                # As with import_module: a module reached by a computed name (pytest's, spelled in pieces).
+                message = "looks up a module in sys.modules by a name computed at run time, which the scan cannot check"
+                self._hit(key_node, "dynamic-exec", "sys.modules[non-literal]", message)
             return
         self._consume(key_node)
         if names_pytest_module(key):
@@ -498,6 +512,10 @@ class _Scanner:
         if last not in _PATCHERS or not args:
             return
         target = _text(args[0])
+        if target is None and name in _MOCK_PATCH:
+            message = f"{name}() of a target computed at run time, which the scan cannot check"
+            self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
+            return
         if target is None:
             base = self._chain(args[0]) or self._root(args[0])
             attr = _text(args[1]) if len(args) > 1 else None

@@ -119,7 +119,9 @@ MAIN_ONLY = frozenset({"sys.argv", "sys.orig_argv", "signal.signal", "signal.set
 DYNAMIC_EXEC = frozenset({"exec", "eval", "compile"})
 """Builtins that run code given as a value; a literal (or a string folded from literals) is scanned instead."""
 
-IMPORTERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
+IMPORTERS = frozenset(
+    {"__import__", "importlib.import_module", "importlib.__import__", "pkgutil.resolve_name", "pydoc.locate"}
+)
 """Calls that import the module their first argument names: a literal is checked like an ``import``, a
 computed name whose known prefix could still be a suspect module is a finding."""
 
@@ -135,7 +137,8 @@ _HOOKS = frozenset({"sys.excepthook", "sys.unraisablehook", "sys.breakpointhook"
 
 
 def rebind_rule(chain: str) -> Rule | None:
-    """The rule for assigning, deleting or patching ``chain`` (resolved): the clock, builtins, process hooks."""
+    """The rule for assigning, deleting or patching ``chain`` (resolved): the clock, builtins, process hooks,
+    pytest's own names (``mock.patch('pytest.raises')``)."""
     root, _, rest = chain.partition(".")
     if root == "time" or chain in _CLOCK_CHAINS or (rest and chain.rsplit(".", 1)[1] in _CLOCK_NAMES):
         return "time-rebind", f"rebinds the clock ({chain}), which the test runner reads"
@@ -143,6 +146,8 @@ def rebind_rule(chain: str) -> Rule | None:
         return "builtins-rebind", f"rebinds a builtin ({chain}) for every module of the run"
     if chain in _HOOKS:
         return "settrace", f"replaces {chain}, a process hook that runs outside the tests' own flow"
+    if names_pytest_module(chain):
+        return "pytest-internals", f"replaces {chain}, which the tests call to check an outcome ({_PYTEST})"
     return None
 
 

@@ -3,17 +3,23 @@
 Scanned are the changed files that the acceptance run does not reset to the base: not test files
 (``tests.test_files``) and not inside a sealed test folder. Those are Python sources and the files that
 load code without being imported: ``*.pth``, ``entry_points.txt``, ``setup.cfg`` and ``pyproject.toml``
-(for ``pytest11`` entry points). A changed ``sitecustomize.py`` or ``usercustomize.py``, and any added or
+(for ``pytest11`` entry points). A changed ``sitecustomize.py`` or ``usercustomize.py`` (or the package
+of that name: ``sitecustomize/__init__.py`` is imported at interpreter start as well), and any added or
 changed compiled module (``*.pyc``, ``*.pyo``, ``*.so``, ``*.pyd``: Python runs it, the scan cannot read
-it), is itself a finding. Only what the patch adds counts: a finding is keyed by its kind and detail, and
-a key the base's version of the file holds n times is forgiven n times (findings on lines the patch did
-not add first). A new file compares with nothing. A source that cannot be read (binary, over
-``MAX_READ_BYTES``) or parsed is listed as skipped, not reported: Python cannot run it either.
+it), is itself a finding. So is a module the patch adds where the interpreter looks first (the repository's
+root, ``src/``, the task's ``PYTHONPATH``) under the name of a standard-library module or of the test
+runner's own (``src/tomllib.py``, ``pytest.py``): it runs instead of that module, before the harness
+takes hold of pytest, whatever its code hides from the AST. Only what the patch adds counts: a finding
+is keyed by its kind and detail, and a key the base's version of the file holds n times is forgiven n
+times (findings on lines the patch did not add first). A new file compares with nothing. A source that
+cannot be read (binary, over ``MAX_READ_BYTES``) or parsed is listed as skipped, not reported: Python
+cannot run it either.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -38,6 +44,19 @@ __all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch"]
 _STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
 _COMPILED = (".pyc", ".pyo", ".so", ".pyd")
+_RUNNER_MODULES = frozenset(
+    {
+        *("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"),
+        *("xdist", "attr", "attrs", "importlib_metadata", "zipp", "typing_extensions", "colorama", "argcomplete"),
+        # imported at interpreter start by setuptools' distutils-precedence.pth
+        "_distutils_hack",
+    }
+)
+_NEVER_IMPORTED = frozenset({"__main__", "test", "this", "antigravity", "idlelib", "turtledemo"})
+_SHADOWED = (frozenset(sys.stdlib_module_names) - _NEVER_IMPORTED) | _RUNNER_MODULES
+"""Module names a file on the import path must not take: the standard library's, pytest's and its dependencies',
+and those a ``.pth`` of the environment imports at start (but for standard modules no test run imports, whose
+names a project's own script may well have: ``test.py``)."""
 
 
 @task(name="tamper", cache_policy=NO_CACHE)
@@ -53,12 +72,16 @@ def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> Tampe
         raise ValueError("a refused submission has no workspace to scan")
     added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
     sealed = folders_to_seal(task_spec, pristine)
+    roots = _import_roots(task_spec)
     evidence = TamperEvidence()
     for change in snapshot.changes:
         if change.status == "removed" or not _scanned_type(change.path):
             continue
         if matches_any(change.path, task_spec.tests.test_files) or _inside(change.path, sealed):
             continue
+        shadow = _shadowing(change.path, roots, pristine)
+        if shadow is not None:
+            evidence.findings.append(shadow)
         if change.path.endswith(_COMPILED):
             evidence.files_scanned.append(change.path)
             evidence.findings.append(_compiled_file(change.path))
@@ -78,7 +101,7 @@ def scan_file(path: str, data: bytes) -> list[TamperFinding] | None:
     name = PurePosixPath(path).name
     if name.endswith(".py"):
         found = scan_python(path, data)
-        if name in _STARTUP_FILES:
+        if _is_startup_module(path):
             found = [*(found or []), _startup_file(path, data)]
         return found
     text = data.decode("utf-8", errors="replace")
@@ -137,8 +160,42 @@ def _base_findings(change: ChangedFile, pristine: Path) -> list[TamperFinding]:
     return _read_and_scan(pristine, change.old_path or change.path) or []
 
 
+def _import_roots(task_spec: TaskSpec) -> set[str]:
+    """Repository folders searched before the standard library: the root (``python -m``), ``src``, ``PYTHONPATH``."""
+    roots = {".", "src"}
+    pythonpath = task_spec.env.get("PYTHONPATH")
+    for entry in (pythonpath.get_secret_value() if pythonpath is not None else "").split(":"):
+        entry = entry.strip().removeprefix("./").rstrip("/")
+        if entry and not entry.startswith(("/", "$", "~")) and ".." not in PurePosixPath(entry).parts:
+            roots.add(str(PurePosixPath(entry)))
+    return roots
+
+
+def _shadowing(path: str, roots: set[str], pristine: Path) -> TamperFinding | None:
+    """A finding when ``path`` is a new module on the import path named like a standard or runner module."""
+    pure = PurePosixPath(path)
+    if pure.suffix not in (".py", *_COMPILED):
+        return None
+    folder, name = (pure.parent.parent, pure.parent.name) if pure.stem == "__init__" else (pure.parent, pure.stem)
+    name = name.split(".", 1)[0]  # calc.cpython-311-x86_64-linux-gnu.so is module calc
+    if str(folder) not in roots or name not in _SHADOWED or (pristine / path).is_file():
+        return None
+    message = (
+        f"adds a module {name} where the interpreter looks first: it runs instead of the standard library's "
+        "or the test runner's own, before the harness takes hold of pytest"
+    )
+    return TamperFinding(path=path, line=0, kind="import-hook", detail=f"shadows {name}", message=message)
+
+
+def _is_startup_module(path: str) -> bool:
+    """``sitecustomize.py``/``usercustomize.py``, or a package of that name (``site`` imports either)."""
+    pure = PurePosixPath(path)
+    return pure.name in _STARTUP_FILES or (pure.name == "__init__.py" and f"{pure.parent.name}.py" in _STARTUP_FILES)
+
+
 def _startup_file(path: str, data: bytes) -> TamperFinding:
-    name = PurePosixPath(path).name
+    pure = PurePosixPath(path)
+    name = f"{pure.parent.name}/{pure.name}" if pure.name == "__init__.py" else pure.name  # the package form
     digest = hashlib.sha256(data).hexdigest()[:12]
     message = f"{name} runs at every interpreter start, before the tests and their harness"
     # The content's hash is the detail, so any change to a startup file counts as added.
