@@ -244,6 +244,7 @@ CLEAN: list[tuple[str, str]] = [
     ("http-patch", "import requests\n\n\ndef update(url, data):\n    return requests.patch(url, json=data)"),
     ("resolve-own-code", "import pkgutil\nhandler = pkgutil.resolve_name('mypkg.handlers:default')"),
     ("own-module", "import sys\nme = sys.modules[__name__]\nhome = sys.modules.get(cls.__module__)"),
+    ("module-loaded", "import sys\n\n\ndef loaded(name):\n    return name in sys.modules"),
     ("own-package-module", "import sys\nplugin = sys.modules.get('mypkg.plugins.' + name)"),
     ("http-patch", "import requests\nrequests.patch('https://example.org/time.time')"),
     ("self-dict", "class A:\n    def f(self, **kw):\n        self.__dict__.update(kw)"),

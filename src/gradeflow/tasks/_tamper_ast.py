@@ -474,10 +474,10 @@ class _Scanner:
             message = f"{name}() of a computed module name, which the scan cannot check"
             self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
 
-    def _modules_key(self, key_node: ast.AST, store: bool) -> None:
+    def _modules_key(self, key_node: ast.AST, store: bool, access: bool = True) -> None:
         key, complete = _fold(key_node)
         if not complete:
-            if not _own_module_name(key_node) and may_name_suspect_module(key):
+            if access and not _own_module_name(key_node) and may_name_suspect_module(key):
                 # As with import_module: a module reached by a computed name (pytest's, spelled in pieces).
                 message = "looks up a module in sys.modules by a name computed at run time, which the scan cannot check"
                 self._hit(key_node, "dynamic-exec", "sys.modules[non-literal]", message)
@@ -497,7 +497,7 @@ class _Scanner:
 
     def _compare(self, node: ast.Compare) -> None:
         if isinstance(node.ops[0], ast.In | ast.NotIn) and self._simple(node.comparators[0]) == "sys.modules":
-            self._modules_key(node.left, store=False)
+            self._modules_key(node.left, store=False, access=False)  # a membership test reaches no module
 
     def _patcher(self, node: ast.Call, name: str) -> None:
         """``setattr(time, 'time', f)``, ``mock.patch('time.time')``, ``time.__dict__.update(...)`` and the like."""
