@@ -164,6 +164,10 @@ FLAGGED: list[tuple[str, str, str]] = [
     ("resolve-name", "import pkgutil\npkgutil.resolve_name('pytest:raises')", "pytest-internals"),
     ("resolve-name-computed", "import pkgutil\npkgutil.resolve_name(name())", "dynamic-exec"),
     ("pydoc-locate-computed", "import pydoc\npydoc.locate(name())", "dynamic-exec"),
+    # a protocol-0 pickle in a data file calls setattr(import_module('pytest'), 'raises', MagicMock())
+    ("pickle-loads", "import pickle\nTABLES = pickle.loads(data)", "dynamic-exec"),
+    ("pickle-unpickler", "from pickle import Unpickler\nTABLES = Unpickler(handle).load()", "dynamic-exec"),
+    ("shelve", "import shelve\nTABLES = shelve.open('tables')", "dynamic-exec"),
     # the module the tests compare with, reached by a name spelled in pieces (then setattr of a computed name)
     ("modules-get-computed", "import sys\nm = sys.modules.get(''.join(parts))", "dynamic-exec"),
     ("modules-key-computed", "import sys\nm = sys.modules[key()]", "dynamic-exec"),
@@ -244,6 +248,7 @@ CLEAN: list[tuple[str, str]] = [
     ("http-patch", "import requests\n\n\ndef update(url, data):\n    return requests.patch(url, json=data)"),
     ("resolve-own-code", "import pkgutil\nhandler = pkgutil.resolve_name('mypkg.handlers:default')"),
     ("own-module", "import sys\nme = sys.modules[__name__]\nhome = sys.modules.get(cls.__module__)"),
+    ("pickle-dumps", "import pickle\n\n\ndef save(data, handle):\n    pickle.dump(data, handle)"),
     ("module-loaded", "import sys\n\n\ndef loaded(name):\n    return name in sys.modules"),
     ("own-package-module", "import sys\nplugin = sys.modules.get('mypkg.plugins.' + name)"),
     ("http-patch", "import requests\nrequests.patch('https://example.org/time.time')"),

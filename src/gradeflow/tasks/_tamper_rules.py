@@ -37,6 +37,12 @@ _REPLACES = "replaces the process, skipping the test runner's own reporting"
 _FRAMES = "reads the call stack (how code reaches the test runner's frames)"
 _ARGV = "reads the command line (where the report path is) outside a __main__ block"
 _LOADS = "loads code from a file by its path, which the scan does not read"
+_UNPICKLES = "unpickles data, which calls whatever functions the data names (code the scan cannot read)"
+_UNPICKLERS = (
+    *(f"{module}.{name}" for module in ("pickle", "_pickle") for name in ("load", "loads", "Unpickler")),
+    *("shelve.open", "dill.load", "dill.loads", "cloudpickle.load", "cloudpickle.loads", "joblib.load"),
+    "pandas.read_pickle",
+)
 
 _MODULES: dict[str, Rule] = {
     "pytest": ("pytest-internals", f"imports pytest in code under test, which {_PYTEST}"),
@@ -109,6 +115,7 @@ CHAINS: dict[str, Rule] = {
     "runpy.run_module": ("dynamic-exec", "runs a module as a script, main block included"),
     "marshal.loads": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),
     "marshal.load": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),
+    **{chain: ("dynamic-exec", _UNPICKLES) for chain in _UNPICKLERS},
     "pytest.hookimpl": ("pytest-internals", "marks a pytest hook implementation"),
     "pytest.hookspec": ("pytest-internals", "marks a pytest hook specification"),
 }
