@@ -22,6 +22,7 @@ from gradeflow.models.evidence import TamperFinding, TamperKind
 from gradeflow.tasks._tamper_rules import (
     BUILTIN_NAMES,
     CHAINS,
+    CODE_RUNNERS,
     DYNAMIC_EXEC,
     IMPORTERS,
     MAIN_ONLY,
@@ -76,6 +77,8 @@ class _Bindings:
     assigns: list[ast.Assign] = field(default_factory=list)
     renames_main: bool = False
     """Whether the module assigns ``__name__`` (then no ``__main__`` guard is trusted)."""
+    functions: set[str] = field(default_factory=set)
+    """Names of the functions the module defines (what it may hand timeit as a callable)."""
 
 
 def _bindings(tree: ast.AST) -> _Bindings:
@@ -94,6 +97,8 @@ def _bindings(tree: ast.AST) -> _Bindings:
                     found.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             found.assigns.append(node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.functions.add(node.name)
         if isinstance(node, ast.Name | ast.Subscript) and isinstance(node.ctx, ast.Store):
             name = node.id if isinstance(node, ast.Name) else _text(node.slice)
             found.renames_main |= name == "__name__"
@@ -432,7 +437,11 @@ class _Scanner:
         name = (self._chain(node.func) or "").removeprefix("builtins.")
         self._chain_rule(node, self._chain(node))
         if name in DYNAMIC_EXEC:
-            self._dynamic(node, name)
+            self._dynamic(node, name, _arg(node, 0, "source"))
+        for index, keyword in CODE_RUNNERS.get(name, ()):
+            code = _arg(node, index, keyword)
+            if not (isinstance(code, ast.Lambda) or (isinstance(code, ast.Name) and code.id in self.bound.functions)):
+                self._dynamic(node, name, code)
         if name in IMPORTERS or name in MODULE_LOOKUPS:
             self._dynamic_import(node, name, computed=name in IMPORTERS)
         if name.startswith("sys.modules.") and name.rsplit(".", 1)[1] in _MODULES_METHODS and node.args:
@@ -450,8 +459,7 @@ class _Scanner:
         if name in ("os.kill", "os.killpg") and node.args:
             self._self_kill(node, name, node.args[0])
 
-    def _dynamic(self, node: ast.Call, name: str) -> None:
-        source = _arg(node, 0, "source")
+    def _dynamic(self, node: ast.Call, name: str, source: ast.expr | None) -> None:
         literal, complete = _fold(source) if source is not None else ("", False)
         if source is not None and (not complete or self.depth >= _MAX_LITERAL_DEPTH):
             message = f"{name}() of a computed value (or of literal code nested too deep): the scan cannot see into it"

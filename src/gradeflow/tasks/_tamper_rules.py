@@ -15,6 +15,7 @@ from gradeflow.models.evidence import TamperKind
 __all__ = [
     "BUILTIN_NAMES",
     "CHAINS",
+    "CODE_RUNNERS",
     "DYNAMIC_EXEC",
     "IMPORTERS",
     "MAIN_ONLY",
@@ -38,6 +39,12 @@ _FRAMES = "reads the call stack (how code reaches the test runner's frames)"
 _ARGV = "reads the command line (where the report path is) outside a __main__ block"
 _LOADS = "loads code from a file by its path, which the scan does not read"
 _UNPICKLES = "unpickles data, which calls whatever functions the data names (code the scan cannot read)"
+_YAML_CODE = "loads YAML whose python/object tags call any function they name (code the scan cannot read)"
+_YAML_UNSAFE = (
+    *("yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.UnsafeLoader", "yaml.CUnsafeLoader"),
+    *("yaml.Loader", "yaml.CLoader", "yaml.UnsafeConstructor", "yaml.Constructor"),
+)
+_RUNS_SOURCE = "runs Python source it is given as a string, which the scan cannot read"
 _UNPICKLERS = (
     *(f"{module}.{name}" for module in ("pickle", "_pickle") for name in ("load", "loads", "Unpickler")),
     *("shelve.open", "dill.load", "dill.loads", "cloudpickle.load", "cloudpickle.loads", "joblib.load"),
@@ -116,6 +123,12 @@ CHAINS: dict[str, Rule] = {
     "marshal.loads": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),
     "marshal.load": ("dynamic-exec", "loads a code object, which runs without a source the scan can read"),
     **{chain: ("dynamic-exec", _UNPICKLES) for chain in _UNPICKLERS},
+    **{chain: ("dynamic-exec", _YAML_CODE) for chain in _YAML_UNSAFE},
+    **{f"code.{name}": ("dynamic-exec", _RUNS_SOURCE) for name in ("InteractiveInterpreter", "InteractiveConsole")},
+    "code.interact": ("dynamic-exec", _RUNS_SOURCE),
+    "trace.Trace": ("dynamic-exec", "traces code it runs from a string (Trace.run), which the scan cannot read"),
+    "logging.config.fileConfig": ("dynamic-exec", "reads a logging file whose handler arguments are run with eval"),
+    "logging.config.listen": ("dynamic-exec", "takes logging configuration (code, with fileConfig) from a socket"),
     "pytest.hookimpl": ("pytest-internals", "marks a pytest hook implementation"),
     "pytest.hookspec": ("pytest-internals", "marks a pytest hook specification"),
 }
@@ -125,6 +138,17 @@ MAIN_ONLY = frozenset({"sys.argv", "sys.orig_argv", "signal.signal", "signal.set
 
 DYNAMIC_EXEC = frozenset({"exec", "eval", "compile"})
 """Builtins that run code given as a value; a literal (or a string folded from literals) is scanned instead."""
+
+CODE_RUNNERS: dict[str, tuple[tuple[int, str], ...]] = {
+    **{f"timeit.{name}": ((0, "stmt"), (1, "setup")) for name in ("timeit", "repeat", "Timer")},
+    **{f"{module}.{name}": ((0, "statement"),) for module in ("cProfile", "profile") for name in ("run", "runctx")},
+    **{f"pdb.{name}": ((0, "statement"),) for name in ("run", "runctx")},
+    "pdb.runeval": ((0, "expression"),),
+    "codeop.compile_command": ((0, "source"),),
+    "code.compile_command": ((0, "source"),),
+}
+"""Standard functions that compile and run code given as a string: (position, keyword) of each such argument.
+Checked like ``exec``'s (a literal is scanned; a lambda or a function of the module passed to timeit is fine)."""
 
 IMPORTERS = frozenset(
     {"__import__", "importlib.import_module", "importlib.__import__", "pkgutil.resolve_name", "pydoc.locate"}
