@@ -537,12 +537,19 @@ def test_a_new_module_named_like_a_standard_or_runner_module_on_the_import_path(
         "test.py": "X = 1\n",  # the standard library's own test suite, which no run imports
         "__main__.py": "X = 1\n",
     }
-    evidence = scan_patch(task, _snapshot(tmp_path, base, after), tmp_path / "pristine")
+    snapshot = _snapshot(tmp_path, base, after)
+    assert snapshot.workspace is not None
+    (snapshot.workspace / "vendor" / "compat").mkdir(parents=True)
+    (snapshot.workspace / "vendor" / "compat" / "__init__.py").write_text("X = 1\n")
+    os.symlink("../vendor/compat", snapshot.workspace / "src" / "shutil")  # a link to a package folder
+    os.symlink("../vendor", snapshot.workspace / "src" / "textwrap")  # to a folder that is no package
+    evidence = scan_patch(task, snapshot, tmp_path / "pristine")
     assert sorted((f.path, f.kind, f.detail) for f in evidence.findings) == [
         ("lib/shlex.py", "import-hook", "shadows shlex"),
         ("pytest.py", "import-hook", "shadows pytest"),
-        ("src/_distutils_hack/__init__.py", "import-hook", "shadows _distutils_hack"),
-        ("src/pluggy/__init__.py", "import-hook", "shadows pluggy"),
+        ("src/_distutils_hack", "import-hook", "shadows _distutils_hack"),
+        ("src/pluggy", "import-hook", "shadows pluggy"),
+        ("src/shutil", "import-hook", "shadows shutil"),
         ("src/tomllib.py", "import-hook", "shadows tomllib"),
     ]
 

@@ -19,6 +19,7 @@ cannot run it either.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -72,16 +73,12 @@ def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> Tampe
         raise ValueError("a refused submission has no workspace to scan")
     added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
     sealed = folders_to_seal(task_spec, pristine)
-    roots = _import_roots(task_spec)
-    evidence = TamperEvidence()
+    evidence = TamperEvidence(findings=_shadowing(snapshot.workspace, pristine, _import_roots(task_spec)))
     for change in snapshot.changes:
         if change.status == "removed" or not _scanned_type(change.path):
             continue
         if matches_any(change.path, task_spec.tests.test_files) or _inside(change.path, sealed):
             continue
-        shadow = _shadowing(change.path, roots, pristine)
-        if shadow is not None:
-            evidence.findings.append(shadow)
         if change.path.endswith(_COMPILED):
             evidence.files_scanned.append(change.path)
             evidence.findings.append(_compiled_file(change.path))
@@ -171,20 +168,41 @@ def _import_roots(task_spec: TaskSpec) -> set[str]:
     return roots
 
 
-def _shadowing(path: str, roots: set[str], pristine: Path) -> TamperFinding | None:
-    """A finding when ``path`` is a new module on the import path named like a standard or runner module."""
-    pure = PurePosixPath(path)
-    if pure.suffix not in (".py", *_COMPILED):
+def _shadowing(workspace: Path, pristine: Path, roots: set[str]) -> list[TamperFinding]:
+    """A finding per module in an import root of ``workspace`` named like a standard or runner module, that
+    the base's root does not hold: a module file, a package, or a link to a folder (links are followed, so
+    a root that is itself a link is read where it leads)."""
+    found = []
+    for root in sorted(roots):
+        try:
+            entries = sorted((workspace / root).iterdir()) if (workspace / root).is_dir() else []
+        except OSError:
+            continue
+        for entry in entries:
+            name = _module_name(entry)
+            path = str(PurePosixPath(root, entry.name))
+            if name is None or name not in _SHADOWED or os.path.lexists(pristine / path):
+                continue
+            message = (
+                f"adds a module {name} where the interpreter looks first: it runs instead of the standard "
+                "library's or the test runner's own, before the harness takes hold of pytest"
+            )
+            found.append(
+                TamperFinding(path=path, line=0, kind="import-hook", detail=f"shadows {name}", message=message)
+            )
+    return found
+
+
+def _module_name(entry: Path) -> str | None:
+    """The module an import-root entry provides (``tomllib.py``, a ``tomllib/`` package, a link to one)."""
+    try:
+        if entry.is_dir():
+            return entry.name if (entry / "__init__.py").is_file() else None
+    except OSError:
         return None
-    folder, name = (pure.parent.parent, pure.parent.name) if pure.stem == "__init__" else (pure.parent, pure.stem)
-    name = name.split(".", 1)[0]  # calc.cpython-311-x86_64-linux-gnu.so is module calc
-    if str(folder) not in roots or name not in _SHADOWED or (pristine / path).is_file():
-        return None
-    message = (
-        f"adds a module {name} where the interpreter looks first: it runs instead of the standard library's "
-        "or the test runner's own, before the harness takes hold of pytest"
-    )
-    return TamperFinding(path=path, line=0, kind="import-hook", detail=f"shadows {name}", message=message)
+    if entry.name.endswith((".py", *_COMPILED)):
+        return entry.name.split(".", 1)[0]  # calc.cpython-311-x86_64-linux-gnu.so is module calc
+    return None
 
 
 def _is_startup_module(path: str) -> bool:
