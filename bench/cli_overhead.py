@@ -4,10 +4,11 @@ For each size, a generated repository (one module, one test file with that many 
 fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, on the same machine:
 
 - **raw**: the task's test command run directly on the fixed tree, plugin autoload off as in a grade's
-  runs (the work a grade cannot avoid);
+  runs, with the interpreter that runs gradeflow (the work a grade cannot avoid);
 - **in-process**: ``gradeflow.grade()`` in this process (Prefect imported, baseline cached), minus raw,
   split into **engine** (the whole grade minus its tests step, as the result's ``timings`` has it: the
   target is ≤ 0.3 s, flat) and **tests step** (the tests step minus raw: copy, sealing, harness, parse);
+  each grade is paired with a raw run just before it and the medians of the pairs' differences are shown;
 - **CLI, first**: ``gradeflow grade`` when it has to start the local Prefect server, minus raw;
 - **CLI, later**: the same command again (the server is reused), minus raw;
 - and the time of ``gradeflow --help`` beside ``python -c pass``.
@@ -74,9 +75,11 @@ def _raw(root: Path) -> float:
     shutil.copytree(root / "repo", tree)
     subprocess.run(["git", "apply", str(root / "fix.diff")], cwd=tree, check=True)
     started = time.perf_counter()
-    # Plugin autoload off, as in the grade's own runs (the base's plugins are named there): the
-    # difference is then gradeflow's work, not fewer plugins.
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    # Plugin autoload off, as in the grade's own runs (the base's plugins are named there), and the
+    # grade's own interpreter first on PATH (a grade's ``python`` is a venv over it; PATH alone may find
+    # another Python, with another pytest, behind a pyenv shim): the difference is then gradeflow's work.
+    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": path}
     subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, env=env, capture_output=True, check=False)
     return time.perf_counter() - started
 
@@ -89,18 +92,25 @@ def _timed(argv: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def _in_process(task: Path, patch: Path, repeat: int) -> tuple[float, float]:
-    """The median seconds of a whole warm grade in this process, and of its tests step (its own timing)."""
+def _in_process(root: Path, task: Path, patch: Path, repeat: int) -> tuple[float, float, float]:
+    """What a warm grade in this process adds to raw, its engine, and its tests step minus raw (medians, seconds).
+
+    Each grade is paired with a raw run just before it, and the differences are taken pair by pair: on a
+    shared machine, runs minutes apart differ by more than the figures measured.
+    """
     from gradeflow import grade
 
     grade(task, patch=patch)  # the baseline, built once and cached
-    times, steps = [], []
+    added, engine, step = [], [], []
     for _ in range(repeat):
+        raw = _raw(root)
         started = time.perf_counter()
         result = grade(task, patch=patch)
-        times.append(time.perf_counter() - started)
-        steps.append(result.timings["tests"])
-    return statistics.median(times), statistics.median(steps)
+        whole = time.perf_counter() - started
+        added.append(whole - raw)
+        engine.append(whole - result.timings["tests"])
+        step.append(result.timings["tests"] - raw)
+    return statistics.median(added), statistics.median(engine), statistics.median(step)
 
 
 def main(repeat: int) -> None:
@@ -116,11 +126,11 @@ def main(repeat: int) -> None:
         argv = [*GRADEFLOW, "grade", str(task), "--patch", str(patch), "--json"]
         cli_first = _timed(argv)  # starts the local server on the first size, builds the baseline
         cli_later = statistics.median(_timed(argv) for _ in range(repeat))
-        in_process, step = _in_process(task, patch, repeat)
+        added, engine, step = _in_process(root, task, patch, repeat)
         label = "(server)" if first else "(baseline)"
         first = False
         print(
-            f"{size:>6} {raw:7.2f} {in_process - raw:+13.2f} {in_process - step:+9.2f} {step - raw:+13.2f}"
+            f"{size:>6} {raw:7.2f} {added:+13.2f} {engine:+9.2f} {step:+13.2f}"
             f" {cli_first - raw:+12.2f} {cli_later - raw:+12.2f}  first call builds the {label}"
         )
     empty = statistics.median(_timed([sys.executable, "-c", "pass"]) for _ in range(repeat))

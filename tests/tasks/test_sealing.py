@@ -8,6 +8,8 @@ import pytest
 
 from builders import make_task
 from gradeflow.models import ChangedFile, TaskSpec
+from gradeflow.tasks import _sealing as sealing
+from gradeflow.tasks._files import list_files
 from gradeflow.tasks._sealing import folders_to_seal, infrastructure_edits, seal_acceptance_tree
 from gradeflow.tasks._sections import sections_differ, splice_sections
 
@@ -235,3 +237,29 @@ def test_splicing_puts_back_the_base_sections_and_keeps_the_rest(
     assert splice_sections(tmp_path / "c" / name, tmp_path / "b" / name)
     assert sections_differ(tmp_path / "c" / name, tmp_path / "b" / name) == []
     assert kept in (tmp_path / "c" / name).read_text()
+
+
+def test_the_base_is_walked_once_per_pristine_folder_and_again_when_it_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    walks: list[Path] = []
+
+    def counted(root: Path, globs: list[str]) -> list[str]:
+        walks.append(root)
+        return list_files(root, globs)
+
+    monkeypatch.setattr(sealing, "list_files", counted)
+    pristine = tmp_path / "repo"
+    (pristine / "checks").mkdir(parents=True)
+    (pristine / "checks" / "test_a.py").write_text("")
+    task = TaskSpec.model_validate(
+        make_task(
+            tests={"command": "pytest --junitxml={junit}", "fail_to_pass": ["x.py::t"], "test_files": ["**/test_*.py"]}
+        )
+    )
+    assert folders_to_seal(task, pristine) == folders_to_seal(task, pristine) == []
+    assert len(walks) == 1  # the tamper and tests steps of a grade, and later grades, share one walk
+    pristine.rename(tmp_path / "old")  # rebuilt in place, as ensure_pristine does: a new folder
+    (pristine / "tests").mkdir(parents=True)
+    (pristine / "tests" / "test_b.py").write_text("")
+    assert folders_to_seal(task, pristine) == ["tests"] and len(walks) == 2

@@ -15,6 +15,7 @@ What is sealed (reset to the base in every run's tree):
 
 from __future__ import annotations
 
+import functools
 import shlex
 from pathlib import Path, PurePosixPath
 
@@ -119,9 +120,27 @@ def seal_acceptance_tree(
 def folders_to_seal(task_spec: TaskSpec, pristine: Path) -> list[str]:
     """Folders reset whole: those holding the task's test files that are tests folders by name."""
     named = [file_of_test_id(t) for t in [*task_spec.tests.fail_to_pass, *task_spec.tests.pass_to_pass]]
-    files = {f for f in named if f} | set(list_files(pristine, task_spec.tests.test_files))
+    files = {f for f in named if f} | set(_base_test_files(pristine, tuple(task_spec.tests.test_files)))
     tests = sorted({folder for f in files if (folder := _tests_folder(PurePosixPath(f).parent))})
     return [f for f in tests if not any(f != o and PurePosixPath(f).is_relative_to(o) for o in tests)]
+
+
+def _base_test_files(pristine: Path, globs: tuple[str, ...]) -> tuple[str, ...]:
+    """The base's files matching ``globs``, walked once per pristine folder (the tamper and tests steps both ask).
+
+    A pristine folder is never changed once built; one rebuilt in its place is a new folder (another inode).
+    """
+    try:
+        folder = pristine.stat()
+    except OSError:
+        return tuple(list_files(pristine, list(globs)))
+    return _walked(str(pristine), (folder.st_dev, folder.st_ino, folder.st_mtime_ns), globs)
+
+
+@functools.lru_cache(maxsize=64)
+def _walked(pristine: str, stamp: tuple[int, int, int], globs: tuple[str, ...]) -> tuple[str, ...]:
+    del stamp  # part of the cache key only
+    return tuple(list_files(Path(pristine), list(globs)))
 
 
 def _tests_folder(folder: PurePosixPath) -> str | None:

@@ -100,7 +100,7 @@ def run_test_command(
         return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
     evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
     if harness is not None:
-        evidence = _harness_check(task, sandbox, harness, evidence, data, against)
+        return _harness_check(task, sandbox, harness, evidence, data, against)
     return evidence.model_copy(update={"outcomes": outcomes_for(test_ids(task), evidence.cases)})
 
 
@@ -124,20 +124,22 @@ def _harness_check(
     junit: bytes,
     against: HarnessSummary | None,
 ) -> TestRunEvidence:
-    """Canaries out of the cases; the base's summary recorded, or a candidate's run checked against it."""
+    """Canaries out of the cases, the outcomes read once from what is left; the base's summary recorded,
+    or a candidate's run checked against it (a canary never stands for a task's test: its name is the nonce's)."""
     record = read_record(sandbox, harness)
     cases = [c for c in evidence.cases if not harness.is_canary(c)]
-    update: dict[str, object] = {"cases": cases}
+    ids = test_ids(task)
+    outcomes = outcomes_for(ids, cases)
+    update: dict[str, object] = {"cases": cases, "outcomes": outcomes}
     if against is None:
         if record is not None:
             update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace, evidence.exit_code)
         return evidence.model_copy(update=update)
-    ids = test_ids(task)
     facts = RunFacts(
         exit_code=evidence.exit_code,
         junit=junit,
         cases=evidence.cases,
-        junit_outcomes=dict(outcomes_for(ids, evidence.cases)),
+        junit_outcomes=dict(outcomes),
         record_outcomes=dict(outcomes_for(ids, record_cases(record))) if record else {},
         workspace=sandbox.workspace,
     )
