@@ -39,7 +39,7 @@ def make_submission(
             text = Path(text).read_bytes().decode("utf-8", errors="surrogateescape")
         except OSError as exc:
             raise SpecError(f"--patch: cannot read {patch}: {exc.strerror or exc}") from None
-    return Submission(submission_id=submission_id, patch=text)
+    return Submission.of_patch(submission_id, text)
 
 
 def grade(

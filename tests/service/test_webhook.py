@@ -16,7 +16,7 @@ from gradeflow.errors import SpecError
 from gradeflow.service.config import GitHubConfig, ServiceConfig
 from gradeflow.service.github import DiffUnavailable
 from gradeflow.service.params import GradeRequest
-from gradeflow.service.webhook import MAX_BODY_BYTES, create_app, sign
+from gradeflow.service.webhook import MAX_BODY_BYTES, MAX_PATCH_PARAMETER_BYTES, create_app, sign
 
 SECRET = "unit-secret"
 
@@ -130,6 +130,16 @@ def test_a_body_over_one_mebibyte_gets_413_whatever_content_length_says(client: 
     )
     assert (response.status_code, response.json()["error"]) == (413, "too-large")
     assert starter.runs == []
+
+
+def test_a_patch_no_flow_run_can_carry_gets_413_before_any_run(client: TestClient, starter: Starter) -> None:
+    # Under the body cap, but over what Prefect accepts as a flow run's parameters once encoded.
+    patch = "+" + "\u00e9" * (MAX_PATCH_PARAMETER_BYTES // 6 + 1)
+    response = post(client, "/hooks/grade", grade_body(patch=patch))
+    assert (response.status_code, response.json()["error"]) == (413, "patch-too-large")
+    assert starter.runs == []
+    fits = "+" + "x" * (MAX_PATCH_PARAMETER_BYTES // 2)
+    assert post(client, "/hooks/grade", grade_body(patch=fits), delivery="d-2").status_code == 202
 
 
 @pytest.mark.parametrize(

@@ -162,7 +162,7 @@ def _validate(args: argparse.Namespace) -> int:
 
     task = load_task(args.task)
     session = open_session(task, args.sandbox, args.profile)
-    reference = make_submission(patch=args.reference).patch if args.reference else None
+    reference = make_submission(patch=args.reference).diff() if args.reference else None
     choose_server(args.ephemeral)
     with flow_runs_without_heartbeat():
         report = validate_task(task, reference, session.factory, session.profile, args.repeat, base=session.base)

@@ -23,8 +23,17 @@ import glob
 import hashlib
 import re
 from pathlib import Path
+from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from gradeflow.config import gradeflow_version
 from gradeflow.errors import SpecError
@@ -99,7 +108,13 @@ class SuiteItem(BaseModel):
 
 
 class Suite(BaseModel):
-    """Task specs by ``task_id`` and the submissions to grade, in file order."""
+    """Task specs by ``task_id`` and the submissions to grade, in file order.
+
+    Its JSON form is a summary (source and counts): the suite is a parameter of the ``evaluate-suite``
+    flow, which runs in the caller's process and receives the object itself, while Prefect stores a
+    flow run's parameters as JSON and refuses more than 512 KiB, less than a few hundred tasks and
+    their patches take.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -107,12 +122,19 @@ class Suite(BaseModel):
     tasks: dict[str, TaskSpec]
     items: list[SuiteItem]
 
+    @model_serializer(mode="wrap")
+    def _summary_as_json(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        if info.mode_is_json():
+            return {"source": self.source, "tasks": len(self.tasks), "items": len(self.items)}
+        return cast(dict[str, Any], handler(self))
+
 
 def patch_hash(submission: Submission) -> str:
     """SHA-256 of the diff text, or of a checkout's files (paths and bytes, VCS and cache folders skipped)."""
     digest = hashlib.sha256()
-    if submission.patch is not None:
-        digest.update(b"patch\0" + submission.patch.encode("utf-8", errors="surrogateescape"))
+    text = submission.diff()
+    if text is not None:
+        digest.update(b"patch\0" + text.encode("utf-8", errors="surrogateescape"))
         return digest.hexdigest()
     assert submission.workspace is not None
     root = Path(submission.workspace)
@@ -169,7 +191,7 @@ def _suite_item(file: Path, base: Path, index: int, entry: SuiteSubmission, task
             text = (base / entry.patch).read_bytes().decode("utf-8", errors="surrogateescape")
         except OSError as exc:
             raise SpecError(f"{where}.patch: cannot read {base / entry.patch}: {exc.strerror or exc}") from None
-        submission, empty = Submission(submission_id=sid, patch=text), not text.strip()
+        submission, empty = Submission.of_patch(sid, text), not text.strip()
     return SuiteItem(
         task_id=entry.task_id,
         submission=submission,
@@ -245,7 +267,7 @@ def _prediction_item(where: str, stem: str, line: str, tasks: dict[str, TaskSpec
     model_id = re.sub(r"[^A-Za-z0-9._:@/+-]+", "-", model)[:200]
     return SuiteItem(
         task_id=instance,
-        submission=Submission(submission_id=_submission_id(model_id, run_id), patch=patch or ""),
+        submission=Submission.of_patch(_submission_id(model_id, run_id), patch or ""),
         run_id=run_id,
         model_id=model_id,
         empty_patch=not (patch or "").strip(),

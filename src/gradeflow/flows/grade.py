@@ -205,7 +205,7 @@ def _unfinished(
         code,
         message,
         policy.name,
-        patch=snapshot.patch if snapshot else (submission.patch or ""),
+        patch=snapshot.patch if snapshot else (submission.diff() or ""),
         changes=snapshot.changes if snapshot else (),
         dimensions=dict.fromkeys(policy.dimensions),
     )
@@ -225,7 +225,10 @@ def _grade(
             factory,
             lambda: take_snapshot(_whole(task_spec), submission, _whole(baseline)),
             lambda broken: Snapshot(
-                workspace=None, patch=submission.patch or "", refusal=broken.reason_codes[0], message=broken.messages[0]
+                workspace=None,
+                patch=submission.diff() or "",
+                refusal=broken.reason_codes[0],
+                message=broken.messages[0],
             ),
         )
         outcome.update(files_changed=len(snapshot.changes), refusal=snapshot.refusal)

@@ -113,9 +113,7 @@ def validate_task(
     report.empty = _as_result(empty)
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        graded = grade_submission(
-            task_spec, Submission(submission_id="reference", patch=reference), factory, profile, base
-        )
+        graded = grade_submission(task_spec, Submission.of_patch("reference", reference), factory, profile, base)
         report.reference = _as_result(graded)
         report.problems += _reference_problems(report.reference)
     if repeat > 1:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,7 +20,10 @@ from pydantic import (
     model_validator,
 )
 
+from gradeflow.config import cache_dir
+
 __all__ = [
+    "PATCH_PARAMETER_BYTES",
     "ConstraintsSpec",
     "CustomGraderSpec",
     "Decision",
@@ -363,6 +367,11 @@ class TaskSpec(_Spec):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+PATCH_PARAMETER_BYTES = 256 * 1024
+"""Diffs larger than this reach the flow as a file, not as text: Prefect's server refuses a flow run
+whose parameters pass 512 KiB, and the submission is one of them."""
+
+
 class Submission(BaseModel):
     """What an agent handed in: a checkout or a unified diff (exactly one)."""
 
@@ -373,9 +382,33 @@ class Submission(BaseModel):
     """The agent's modified checkout; the patch is its difference from the base."""
     patch: str | None = None
     """The unified diff text."""
+    patch_file: Path | None = None
+    """A diff over :data:`PATCH_PARAMETER_BYTES`, kept by :meth:`of_patch` under
+    ``$GRADEFLOW_HOME/patches``, named by its SHA-256."""
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Submission:
-        if (self.workspace is None) == (self.patch is None):
+        if [self.workspace, self.patch, self.patch_file].count(None) != 2:
             raise ValueError("a submission is either a workspace or a patch, exactly one")
         return self
+
+    @classmethod
+    def of_patch(cls, submission_id: str, text: str) -> Submission:
+        """A diff submission; one too large to travel as a flow parameter is written to a file first."""
+        data = text.encode("utf-8", errors="surrogateescape")
+        if len(data) <= PATCH_PARAMETER_BYTES:
+            return cls(submission_id=submission_id, patch=text)
+        folder = cache_dir() / "patches"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{hashlib.sha256(data).hexdigest()}.diff"
+        if not path.is_file():
+            staging = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            staging.write_bytes(data)
+            staging.replace(path)
+        return cls(submission_id=submission_id, patch_file=path)
+
+    def diff(self) -> str | None:
+        """The diff's text (read from :attr:`patch_file` when it was kept there); ``None`` for a checkout."""
+        if self.patch_file is not None:
+            return self.patch_file.read_bytes().decode("utf-8", errors="surrogateescape")
+        return self.patch

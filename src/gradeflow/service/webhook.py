@@ -4,7 +4,9 @@ Every delivery is checked in this order, each failure answered with a JSON ``{"e
 
 1. headers not complete within ``webhook.body_timeout`` (default 10 s) of the connection → the connection
    is closed; then a body not complete within as long again → 408 and the connection is closed;
-2. body larger than 1 MiB, counted while reading (``Content-Length`` is not trusted) → 413;
+2. body larger than 1 MiB, counted while reading (``Content-Length`` is not trusted) → 413; a patch
+   (sent or fetched) over :data:`MAX_PATCH_PARAMETER_BYTES` once JSON-encoded, which no flow run's
+   parameters can carry → 413 ``patch-too-large`` (checked with the fields, step 4);
 3. ``X-Hub-Signature-256: sha256=<hex>`` missing → 401, not the HMAC-SHA256 of the raw body under
    ``GRADEFLOW_WEBHOOK_SECRET`` (constant-time comparison) → 401;
 4. not JSON, nested deeper than 32 levels, or a number past 2⁶³ (:mod:`gradeflow.service.payloads`) → 400;
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -55,9 +58,21 @@ from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
 from gradeflow.spec import load_task
 
-__all__ = ["MAX_BODY_BYTES", "PrefectStarter", "Receiver", "RunStarter", "create_app", "run_webhook", "sign"]
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_PATCH_PARAMETER_BYTES",
+    "PrefectStarter",
+    "Receiver",
+    "RunStarter",
+    "create_app",
+    "run_webhook",
+    "sign",
+]
 
 MAX_BODY_BYTES = 1 << 20
+MAX_PATCH_PARAMETER_BYTES = 448 * 1024
+"""The largest patch (JSON-encoded) a served grade's flow run can carry: Prefect's server refuses runs
+whose parameters pass 512 KiB, and the request's other fields need room too."""
 RunStarter = Callable[[GradeRequest, str], Awaitable[str]]
 """Creates the flow run of one request under an idempotency key and returns its id (:class:`PrefectStarter`)."""
 DiffFetcher = Callable[[str], Awaitable[str]]
@@ -172,11 +187,19 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
     if "profile" in fields:
         fields["profile"] = _profile(receiver, fields["profile"])
     try:
-        return GradeRequest(task_id=str(task_id), task_path=str(path), ledger=receiver.config.ledger, **fields)
+        request = GradeRequest(task_id=str(task_id), task_path=str(path), ledger=receiver.config.ledger, **fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise Rejection(422, "invalid", f"{where}: {first['msg']}") from None
+    encoded = len(json.dumps(request.patch))
+    if encoded > MAX_PATCH_PARAMETER_BYTES:
+        raise Rejection(
+            413,
+            "patch-too-large",
+            f"patch: {encoded} bytes as a flow run parameter, over the {MAX_PATCH_PARAMETER_BYTES} a run can carry",
+        )
+    return request
 
 
 async def grade_hook(request: Request) -> JSONResponse:

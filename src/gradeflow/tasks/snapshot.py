@@ -63,7 +63,7 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
         _refuse_unsupported({c.path: f"nested deeper than {MAX_DEPTH} folders" for c in changes if too_deep(c.path)})
     except SubmissionError as exc:
         discard(workspace)
-        patch = omit_large_binaries(submission.patch or "")
+        patch = omit_large_binaries(submission.diff() or "")
         return Snapshot(workspace=None, patch=patch, refusal=exc.reason_code, message=str(exc))
     except BaseException:
         discard(workspace)
@@ -75,9 +75,10 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
 
 def _stage(workspace: Path, submission: Submission) -> None:
     """Apply the diff or stage the checkout; ``UnsupportedFileType`` for what neither can hold."""
-    if submission.patch is not None:
+    text = submission.diff()
+    if text is not None:
         try:
-            apply_patch(workspace, submission.patch)
+            apply_patch(workspace, text)
         except (RuntimeError, OSError):
             # Checking the links resolves each one: a link loop the patch made raises there.
             _refuse_unsupported(unsupported_entries(workspace, skip=lambda name: name == ".git"))
