@@ -73,6 +73,8 @@ BASE = {
         ("src/evil.pth", "import evil\n", [("src/evil.pth", "file")]),
         ("src/sitecustomize.py", "import evil\n", [("src/sitecustomize.py", "file")]),
         ("usercustomize.py", "import evil\n", [("usercustomize.py", "file")]),
+        # The package form loads at start-up just the same.
+        ("src/sitecustomize/__init__.py", "import evil\n", [("src/sitecustomize/__init__.py", "file")]),
         ("jest.config.js", "module.exports = {}\n", [("jest.config.js", "file")]),
         (
             "pyproject.toml",

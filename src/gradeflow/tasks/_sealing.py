@@ -39,6 +39,8 @@ INFRASTRUCTURE: tuple[str, ...] = (
     "**/*.pth",
     "**/sitecustomize.py",
     "**/usercustomize.py",
+    "**/sitecustomize/**",
+    "**/usercustomize/**",
     "**/jest.config.*",
     "**/vitest.config.*",
     "**/vitest.workspace.*",
