@@ -17,7 +17,7 @@ from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
-from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch
+from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch, startup_imports
 
 TASK = TaskSpec.model_validate(make_task())
 
@@ -572,3 +572,10 @@ def test_the_task_passes_a_clean_patch(tmp_path: Path) -> None:
     component = check_tamper.fn(TASK, snapshot, _baseline(tmp_path / "pristine"))
     assert (component.passed, component.score, component.reason_codes) == (True, 1.0, [])
     assert component.details["files_scanned"] == ["src/a.py"]
+
+
+def test_the_modules_a_pth_file_imports_at_start_are_names_a_patch_must_not_take(tmp_path: Path) -> None:
+    (tmp_path / "a.pth").write_text("import certifi_boot, other.sub as o; certifi_boot.go()\n/some/path\n")
+    (tmp_path / "b.pth").write_text("# import commented\nimport\tspaced\n")
+    (tmp_path / "c.txt").write_text("import ignored\n")
+    assert startup_imports([str(tmp_path), str(tmp_path / "absent")]) == {"certifi_boot", "other", "spaced"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import site
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -40,7 +41,7 @@ from gradeflow.tasks._tamper_ast import scan_python
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch"]
+__all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch", "startup_imports"]
 
 _STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
@@ -54,7 +55,30 @@ _RUNNER_MODULES = frozenset(
     }
 )
 _NEVER_IMPORTED = frozenset({"__main__", "test", "this", "antigravity", "idlelib", "turtledemo"})
-_SHADOWED = (frozenset(sys.stdlib_module_names) - _NEVER_IMPORTED) | _RUNNER_MODULES
+
+
+def startup_imports(folders: list[str]) -> frozenset[str]:
+    """Top-level modules the ``.pth`` files in ``folders`` import when an interpreter starts (``import x``
+    lines, as :mod:`site` runs them): a file of that name on the import path would run before pytest."""
+    found: set[str] = set()
+    for folder in folders:
+        for pth in sorted(Path(folder).glob("*.pth")) if Path(folder).is_dir() else []:
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                if line.startswith(("import ", "import\t")):
+                    statement = line.split(";", 1)[0].removeprefix("import")
+                    found |= {part.split(" as ")[0].strip().split(".")[0] for part in statement.split(",")}
+    return frozenset(name for name in found if name.isidentifier())
+
+
+_SHADOWED = (
+    (frozenset(sys.stdlib_module_names) - _NEVER_IMPORTED)
+    | _RUNNER_MODULES
+    | startup_imports([*site.getsitepackages(), site.getusersitepackages()])
+)
 """Module names a file on the import path must not take: the standard library's, pytest's and its dependencies',
 and those a ``.pth`` of the environment imports at start (but for standard modules no test run imports, whose
 names a project's own script may well have: ``test.py``)."""
