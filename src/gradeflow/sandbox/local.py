@@ -15,7 +15,9 @@ docker sandbox.
 
 from __future__ import annotations
 
+import os
 import platform
+import select
 import shutil
 import subprocess
 import sys
@@ -123,11 +125,8 @@ class LocalSandbox(Sandbox):
         out, err = Drain(proc.stdout), Drain(proc.stderr)
         out.start()
         err.start()
-        timed_out = False
-        try:
-            exit_code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out, exit_code = True, None
+        exit_code = _wait(proc, timeout)
+        timed_out = exit_code is None
         duration = time.perf_counter() - started
         contain.kill_all(proc.pid)
         if timed_out:
@@ -197,6 +196,25 @@ class LocalSandbox(Sandbox):
         shutil.rmtree(self._scratch, ignore_errors=True)
         if self._saved is not None:
             shutil.rmtree(self._saved, ignore_errors=True)
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """The exit status, or ``None`` at the timeout. Waits on a pidfd where there is one: ``Popen.wait``
+    with a timeout polls with sleeps of up to 50 ms, which every command would pay on average by half."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        ready = poller.poll(max(0, int(timeout * 1000)))
+    finally:
+        os.close(pidfd)
+    return proc.wait() if ready else None
 
 
 _OUTPUT_GRACE = 5.0
