@@ -15,7 +15,7 @@ import platform
 import shutil
 import tarfile
 import tempfile
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import ClassVar
 
@@ -35,6 +35,7 @@ __all__ = [
     "SandboxFactory",
     "archive_tree",
     "check_free_space",
+    "member_path",
     "remove_tree",
     "replace_tree",
     "run_true_in_fresh_sandbox",
@@ -96,6 +97,11 @@ def archive_tree(root: Path, archive: Path) -> None:
     """Write ``root``'s content to the tar ``archive``, names relative to it (``./x``); links stay links."""
     with tarfile.open(archive, "w") as tar:
         tar.add(root, arcname=".")
+
+
+def member_path(name: str) -> str:
+    """A tar member's path relative to the archived root (:func:`archive_tree` names them ``./x``)."""
+    return str(PurePosixPath(name.removeprefix("./")))
 
 
 def replace_tree(root: Path, archive: Path) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from gradeflow.sandbox.base import Sandbox
+from gradeflow.sandbox.base import Sandbox, member_path
 
 __all__ = ["TaskEnvironment", "capture_environment", "import_environment", "lay_workspace", "tree_manifest"]
 
@@ -68,10 +68,6 @@ class TaskEnvironment(BaseModel):
 def _skipped(name: str) -> bool:
     parts = PurePosixPath(name).parts
     return not parts or parts[0] == ".git" or "__pycache__" in parts or name.endswith((".pyc", ".pyo"))
-
-
-def _relative(name: str) -> str:
-    return str(PurePosixPath(name.removeprefix("./")))
 
 
 def tree_manifest(tree: Path) -> dict[str, _SIGNATURE]:
@@ -124,7 +120,7 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
     seen: set[str] = set()
     with tarfile.open(after) as src, tarfile.open(folder / f"{WORKSPACE_ARCHIVE}.tar", "w") as dst:
         for member in src:
-            name = _relative(member.name)
+            name = member_path(member.name)
             if name == "." or _skipped(name) or ".." in PurePosixPath(name).parts:
                 continue
             seen.add(name)
@@ -165,7 +161,7 @@ def _scan(archive: Path, olds: dict[str, str], digest: hashlib._Hash, label: str
     )
     with tarfile.open(archive) as tar:
         for member in sorted(tar.getmembers(), key=lambda m: m.name):
-            name = _relative(member.name)
+            name = member_path(member.name)
             data = tar.extractfile(member).read() if member.isfile() else b""  # type: ignore[union-attr]
             normal = data if b"\0" in data else _replace(data, patterns)
             if normal != data:
@@ -192,7 +188,7 @@ def lay_workspace(environment: TaskEnvironment, tree: Path, pristine: Path) -> N
     """
     with tarfile.open(environment.folder / f"{WORKSPACE_ARCHIVE}.tar") as tar:
         for member in tar:
-            name = _relative(member.name)
+            name = member_path(member.name)
             if ".." in PurePosixPath(name).parts or not _base_owned(tree, pristine, name):
                 continue
             target = tree / name
@@ -259,7 +255,7 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
     if pairs and Path(sandbox.workspace) == tree:
         inside = tree.resolve()
         for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
-            target = tree / _relative(name)
+            target = tree / member_path(name)
             # Never through a link: the candidate's tree may hold one where setup's file was.
-            if target.is_file() and target.resolve() == inside / _relative(name):
+            if target.is_file() and target.resolve() == inside / member_path(name):
                 target.write_bytes(_replace(target.read_bytes(), pairs))

@@ -32,7 +32,7 @@ from gradeflow.graders.perf import PerfGrader, slower_than_reported
 from gradeflow.models import ChangedFile, GradeComponent, PerfSpec, TaskSpec
 from gradeflow.models.evidence import PerfEvidence
 from gradeflow.models.globs import matches_any
-from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory
+from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory, member_path
 from gradeflow.tasks._files import list_files, restore_from
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sealing import _command_files
@@ -180,13 +180,13 @@ def _reseal(candidate: Path, base: Path, sealed: list[str]) -> list[str]:
     reference: dict[str, tuple[tarfile.TarInfo, bytes]] = {}
     with tarfile.open(base) as tar:
         for member in tar:
-            if _relative(member.name) in paths and (handle := tar.extractfile(member)) is not None:
-                reference[_relative(member.name)] = (member, handle.read())
+            if member_path(member.name) in paths and (handle := tar.extractfile(member)) is not None:
+                reference[member_path(member.name)] = (member, handle.read())
     missing, differ = set(reference), set()
     rewritten = candidate.with_name(candidate.name + ".sealed")
     with tarfile.open(candidate) as src, tarfile.open(rewritten, "w") as dst:
         for member in src:
-            name = _relative(member.name)
+            name = member_path(member.name)
             inside = next((p for p in paths if name.startswith(f"{p}/")), None)
             if name in paths:
                 missing.discard(name)
@@ -205,10 +205,6 @@ def _reseal(candidate: Path, base: Path, sealed: list[str]) -> list[str]:
             dst.addfile(info, io.BytesIO(data))
     rewritten.replace(candidate)
     return sorted(differ | missing)
-
-
-def _relative(name: str) -> str:
-    return str(PurePosixPath(name.removeprefix("./")))
 
 
 def _timed_run(task_spec: TaskSpec, box: Sandbox, tree: Path) -> _Run:
