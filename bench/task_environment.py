@@ -61,7 +61,7 @@ def main(repeat: int) -> None:
             with LocalSandbox(candidate) as box:
                 started = time.perf_counter()
                 lay_workspace(environment, candidate, pristine)
-                import_environment(environment, box, candidate, scratch / f"import-{round_}")
+                import_environment(environment, box, candidate)
                 copy_times.append(time.perf_counter() - started)
                 check = box.run("python -m pytest -q -p no:cacheprovider", env={}, timeout=120)
                 assert check.ok, check.stdout[-500:]

@@ -247,7 +247,7 @@ def test_the_task_environment_is_carried_to_a_new_container(
     shutil.copytree(pristine, candidate, symlinks=True)
     lay_workspace(environment, candidate, pristine)
     with factory.open(candidate) as box:
-        import_environment(environment, box, candidate, tmp_path / "scratch")
+        import_environment(environment, box, candidate)
         seen = box.run(
             "cat $HOME/.local/tool pkg/gen.txt; ls pkg; id -u; stat -c %u $HOME/.local/tool", env={}, timeout=30
         )

@@ -176,7 +176,7 @@ def test_capture_lay_and_import_carry_setups_work_to_a_new_sandbox(tmp_path: Pat
     (candidate / "mine.txt").write_text("candidate\n")
     lay_workspace(environment, candidate, pristine)
     with LocalSandbox(candidate) as box:
-        import_environment(environment, box, candidate, tmp_path / "scratch")
+        import_environment(environment, box, candidate)
         result = box.run("cat $HOME/note && head -1 $VIRTUAL_ENV/bin/tool", env={}, timeout=30)
         env_root = box.environment_roots()["env"]
     assert (candidate / "changed.txt").read_text() == "setup\n"
@@ -208,7 +208,7 @@ def test_nothing_is_laid_or_rewritten_through_a_link_the_candidate_planted(tmp_p
     (candidate / "gen").symlink_to(outside)
     lay_workspace(environment, candidate, pristine)
     with LocalSandbox(candidate) as box:
-        import_environment(environment, box, candidate, tmp_path / "scratch")
+        import_environment(environment, box, candidate)
     assert (outside / "where.txt").read_text() == f"{base}\n"
     assert sorted(p.name for p in outside.iterdir()) == ["where.txt"]
     assert (candidate / "src" / "where.txt").read_text() == f"{candidate}\n"

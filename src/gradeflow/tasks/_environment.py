@@ -26,6 +26,7 @@ import os
 import shutil
 import stat
 import tarfile
+import tempfile
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
@@ -224,38 +225,45 @@ def _base_owned(tree: Path, pristine: Path, name: str) -> bool:
     return _path_signature(here) == _path_signature(there)
 
 
-def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Path, scratch: Path) -> None:
+def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Path) -> None:
     """Copy the captured roots into ``sandbox`` (over ``tree``), with the old paths rewritten to its own.
 
-    ``scratch`` is a private folder for the rewritten archives. The workspace files that named an old
-    path are rewritten in ``tree`` when the sandbox runs there (the local sandbox); the docker sandbox's
-    paths never change, so there is nothing to rewrite.
+    Archives with nothing to rewrite are imported as they were kept (the docker sandbox's paths never
+    change). The workspace files that named an old path are rewritten in ``tree`` when the sandbox runs
+    there (the local sandbox).
     """
     roots = sandbox.environment_roots()
     moves = [(environment.workspace, sandbox.workspace)]
     moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
     pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
-    scratch.mkdir(parents=True, exist_ok=True)
-    for name in roots:
-        source = environment.folder / f"{name}.tar"
-        if not source.is_file():
-            continue
-        named = set(environment.naming.get(name, []))
-        if not pairs or not named:
-            shutil.copyfile(source, scratch / f"{name}.tar")
-            continue
-        with tarfile.open(source) as src, tarfile.open(scratch / f"{name}.tar", "w") as dst:
-            for member in src:
-                data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
-                if data is not None and member.name in named:
-                    data = _replace(data, pairs)
-                    member.size = len(data)
-                dst.addfile(member, io.BytesIO(data) if data is not None else None)
-    sandbox.import_environment(scratch)
-    if pairs and Path(sandbox.workspace) == tree:
+    if not pairs:
+        sandbox.import_environment(environment.folder)
+        return
+    with tempfile.TemporaryDirectory(prefix="gradeflow-env-") as folder:
+        scratch = Path(folder)
+        for name in roots:
+            source = environment.folder / f"{name}.tar"
+            named = set(environment.naming.get(name, []))
+            if source.is_file() and not named:
+                (scratch / source.name).symlink_to(source)
+            elif source.is_file():
+                _rewrite_archive(source, scratch / source.name, named, pairs)
+        sandbox.import_environment(scratch)
+    if Path(sandbox.workspace) == tree:
         inside = tree.resolve()
         for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
             target = tree / member_path(name)
             # Never through a link: the candidate's tree may hold one where setup's file was.
             if target.is_file() and target.resolve() == inside / member_path(name):
                 target.write_bytes(_replace(target.read_bytes(), pairs))
+
+
+def _rewrite_archive(source: Path, target: Path, named: set[str], pairs: list[tuple[bytes, bytes]]) -> None:
+    """``source`` copied to ``target`` with the ``pairs`` rewritten in the ``named`` members."""
+    with tarfile.open(source) as src, tarfile.open(target, "w") as dst:
+        for member in src:
+            data = src.extractfile(member).read() if member.isfile() else None  # type: ignore[union-attr]
+            if data is not None and member.name in named:
+                data = _replace(data, pairs)
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)

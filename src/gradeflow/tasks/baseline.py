@@ -203,11 +203,7 @@ def open_sandbox(
         return
     lay_workspace(environment, tree, pristine)
     with sandboxes.open(tree) as sandbox:
-        scratch = Path(tempfile.mkdtemp(prefix="gradeflow-env-"))
-        try:
-            import_environment(environment, sandbox, tree, scratch)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        import_environment(environment, sandbox, tree)
         yield sandbox
 
 
