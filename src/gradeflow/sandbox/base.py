@@ -33,11 +33,13 @@ __all__ = [
     "Sandbox",
     "SandboxDescription",
     "SandboxFactory",
+    "archive_roots",
     "archive_tree",
     "check_free_space",
     "member_path",
     "remove_tree",
     "replace_tree",
+    "restore_roots",
     "run_true_in_fresh_sandbox",
 ]
 
@@ -102,6 +104,19 @@ def archive_tree(root: Path, archive: Path) -> None:
 def member_path(name: str) -> str:
     """A tar member's path relative to the archived root (:func:`archive_tree` names them ``./x``)."""
     return str(PurePosixPath(name.removeprefix("./")))
+
+
+def archive_roots(roots: dict[str, str], folder: Path) -> None:
+    """Each host folder of ``roots`` to ``folder/<name>.tar`` (``export_environment`` for sandboxes on this host)."""
+    for name, root in roots.items():
+        archive_tree(Path(root), folder / f"{name}.tar")
+
+
+def restore_roots(roots: dict[str, str], folder: Path) -> None:
+    """Each host folder of ``roots`` replaced by ``folder/<name>.tar`` where there is one (``import_environment``)."""
+    for name, root in roots.items():
+        if (folder / f"{name}.tar").is_file():
+            replace_tree(Path(root), folder / f"{name}.tar")
 
 
 def replace_tree(root: Path, archive: Path) -> None:

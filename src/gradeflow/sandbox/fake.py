@@ -31,8 +31,10 @@ from gradeflow.sandbox.base import (
     Sandbox,
     SandboxDescription,
     SandboxFactory,
+    archive_roots,
     archive_tree,
     replace_tree,
+    restore_roots,
 )
 
 __all__ = ["FakeCall", "FakeSandbox", "FakeSandboxFactory"]
@@ -99,11 +101,10 @@ class FakeSandbox(Sandbox):
         return {"home": str(self._home)}
 
     def export_environment(self, folder: Path) -> None:
-        archive_tree(self._home, folder / "home.tar")
+        archive_roots(self.environment_roots(), folder)
 
     def import_environment(self, folder: Path) -> None:
-        if (folder / "home.tar").is_file():
-            replace_tree(self._home, folder / "home.tar")
+        restore_roots(self.environment_roots(), folder)
 
     def export_workspace(self, archive: Path) -> None:
         archive_tree(Path(self.workspace), archive)

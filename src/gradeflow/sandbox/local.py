@@ -38,10 +38,12 @@ from gradeflow.sandbox.base import (
     Sandbox,
     SandboxDescription,
     SandboxFactory,
+    archive_roots,
     archive_tree,
     check_free_space,
     remove_tree,
     replace_tree,
+    restore_roots,
     run_true_in_fresh_sandbox,
 )
 
@@ -164,13 +166,10 @@ class LocalSandbox(Sandbox):
         return {name: str(self._scratch / name) for name in ("env", "home")}
 
     def export_environment(self, folder: Path) -> None:
-        for name, root in self.environment_roots().items():
-            archive_tree(Path(root), folder / f"{name}.tar")
+        archive_roots(self.environment_roots(), folder)
 
     def import_environment(self, folder: Path) -> None:
-        for name, root in self.environment_roots().items():
-            if (folder / f"{name}.tar").is_file():
-                replace_tree(Path(root), folder / f"{name}.tar")
+        restore_roots(self.environment_roots(), folder)
 
     def export_workspace(self, archive: Path) -> None:
         archive_tree(Path(self.workspace), archive)
