@@ -28,7 +28,7 @@ os.environ.setdefault("GRADEFLOW_HOME", tempfile.mkdtemp(prefix="gradeflow-bench
 from gradeflow.models import ChangedFile, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox import DockerSandboxFactory
-from gradeflow.tasks.baseline import Baseline, working_copy
+from gradeflow.tasks.baseline import Baseline, pack_tests, working_copy
 from gradeflow.tasks.perf import run_perf
 from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
@@ -80,7 +80,7 @@ def _fresh(task: TaskSpec, pristine: Path, factory: DockerSandboxFactory) -> flo
         base=BaseRef(kind="folder", location=str(pristine), revision="0" * 40),
         key="bench",
         pristine=pristine,
-        tests=TestRunEvidence(),
+        tests_record=pack_tests(TestRunEvidence()),
     )
     snapshot = Snapshot(workspace=pristine, changes=[ChangedFile(path="README.md")])
     started = time.perf_counter()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,10 @@ import pytest
 from fakes import BUG, FIX, diff, fake_pytest, junit
 from gradeflow import grade, load_task
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.models.evidence import TestCaseResult, TestRunEvidence
 from gradeflow.sandbox import CommandResult, FakeCall, FakeSandboxFactory
+from gradeflow.tasks.baseline import Baseline, pack_tests
+from gradeflow.tasks.repo import BaseRef
 
 pytestmark = pytest.mark.usefixtures("prefect")
 
@@ -105,10 +109,23 @@ def test_hidden_tests_are_present_for_the_run_only(
 
 def test_baseline_is_cached_across_flow_runs(repo_task: Callable[..., Path], fake: FakeSandboxFactory) -> None:
     task = load_task(repo_task(task_id="cached"))
-    grade(task, patch=diff(BUG, FIX), sandbox=fake)
+    built = grade(task, patch=diff(BUG, FIX), sandbox=fake)
     first = len(fake.calls)
-    grade(task, patch=diff(BUG, FIX), sandbox=fake)
+    cached = grade(task, patch=diff(BUG, FIX), sandbox=fake)
     assert first == 2 and len(fake.calls) == 3  # base + candidate, then the candidate only
+    # The cached baseline (its base run kept as bytes) grades exactly as the one just built.
+    assert cached.passed and [c.model_dump() for c in cached.components] == [c.model_dump() for c in built.components]
+
+
+def test_a_baseline_unpickles_its_base_run_once_and_only_when_read() -> None:
+    evidence = TestRunEvidence(exit_code=1, cases=[TestCaseResult(classname="t", name=f"n{i}") for i in range(50)])
+    ref = BaseRef(kind="folder", location="/base", revision="0" * 40)
+    baseline = Baseline(base=ref, key="k", pristine=Path("/p"), tests_record=pack_tests(evidence))
+    assert "tests" not in baseline.__dict__ and baseline.tests == evidence
+    assert baseline.tests is baseline.tests  # unpickled once
+    copy = pickle.loads(pickle.dumps(baseline))
+    assert "tests" not in copy.__dict__  # the unpickled evidence is not pickled again beside its bytes
+    assert copy.tests == evidence and copy == baseline
 
 
 def test_sandbox_failure_is_retried_then_inconclusive(repo_task: Callable[..., Path]) -> None:

@@ -11,6 +11,7 @@ from builders import make_task
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
+from gradeflow.tasks._junit import names_in, outcomes_for
 
 REPORT = b"<testsuites/>"
 HARNESS = Harness(
@@ -177,6 +178,15 @@ def test_record_cases_are_named_like_junit() -> None:
         ("tests.sub.test_a.TestK", "test_m[1]", "passed"),
         ("tests.test_b", "t", "failed"),
     ]
+
+
+def test_record_cases_keep_only_names_an_id_can_match() -> None:
+    calls = {"tests/test_a.py::test_m[x::y]": "ok", "tests/test_a.py::test_other": "raised", "t.py::K::t": "ok"}
+    record = HarnessRecord(nonce="x", calls=calls)
+    ids = ["tests/test_a.py::test_m[x::y]", "t.py::K::t"]
+    kept = record_cases(record, names_in(ids))
+    assert [c.name for c in kept] == ["test_m[x::y]", "t"]
+    assert outcomes_for(ids, kept) == outcomes_for(ids, record_cases(record)) == dict.fromkeys(ids, "passed")
 
 
 def test_canaries_look_like_the_tasks_tests_and_change_every_run(tmp_path: Path) -> None:

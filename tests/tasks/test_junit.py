@@ -17,6 +17,7 @@ from gradeflow.tasks._junit import (
     JUnitError,
     JUnitTooLarge,
     _CaseCollector,
+    names_in,
     outcomes_for,
     parse_junit,
 )
@@ -417,6 +418,9 @@ def case(classname: str, name: str, outcome: str = "passed", file: str | None = 
 )
 def test_matching(cases: list[TestCaseResult], test_id: str, outcome: str) -> None:
     assert outcomes_for([test_id], cases) == {test_id: outcome}
+    # The cases whose names are not among the names the id could match are never needed.
+    wanted = names_in([test_id])
+    assert outcomes_for([test_id], [c for c in cases if c.name in wanted]) == {test_id: outcome}
 
 
 @pytest.mark.parametrize(

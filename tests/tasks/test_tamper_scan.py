@@ -14,7 +14,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TamperEvidence, TamperFinding, TestRunEvidence
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
-from gradeflow.tasks.baseline import Baseline
+from gradeflow.tasks.baseline import Baseline, pack_tests
 from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
 from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch, startup_imports
@@ -556,7 +556,7 @@ def test_a_new_module_named_like_a_standard_or_runner_module_on_the_import_path(
 
 def _baseline(pristine: Path) -> Baseline:
     base = BaseRef(kind="folder", location=str(pristine), revision="0" * 12)
-    return Baseline(base=base, key="k", pristine=pristine, tests=TestRunEvidence())
+    return Baseline(base=base, key="k", pristine=pristine, tests_record=pack_tests(TestRunEvidence()))
 
 
 def test_the_task_gates_on_what_the_patch_adds(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
-from gradeflow.models.testids import file_of_test_id
+from gradeflow.models.testids import file_of_test_id, split_test_id
 from gradeflow.sandbox.base import Sandbox
 
 __all__ = [
@@ -253,14 +253,17 @@ def _canary_problems(harness: Harness, cases: list[TestCaseResult]) -> list[str]
     return problems
 
 
-def record_cases(record: HarnessRecord) -> list[TestCaseResult]:
-    """The record's calls as testcases, named the way pytest's JUnit writer names node ids."""
+def record_cases(record: HarnessRecord, names: frozenset[str] | None = None) -> list[TestCaseResult]:
+    """The record's calls as testcases, named the way pytest's JUnit writer names node ids.
+
+    ``names``: only the cases with one of these names (:func:`~gradeflow.tasks._junit.names_in` the ids
+    asked about), so a suite of 10,000 tests does not build 10,000 cases to look up a few.
+    """
     cases = []
     calls = record.logged if record.logged is not None else record.calls
     for nodeid, call in calls.items():
-        path, _, rest = nodeid.partition("::")
-        parts = rest.split("::") if rest else []
-        if not parts:
+        path, *parts = split_test_id(nodeid)  # a ``::`` inside ``[...]`` belongs to the name, as in JUnit
+        if not parts or (names is not None and parts[-1] not in names):
             continue
         module = path[:-3] if path.endswith(".py") else path
         classname = ".".join([module.replace("/", "."), *parts[:-1]])

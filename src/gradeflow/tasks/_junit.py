@@ -26,6 +26,7 @@ __all__ = [
     "MESSAGE_CHARS",
     "JUnitError",
     "JUnitTooLarge",
+    "names_in",
     "outcomes_for",
     "parse_junit",
 ]
@@ -283,6 +284,21 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
         found = index.find(test_id) or index.find(_escaped_params(test_id))
         outcomes[test_id] = max((c.outcome for c in found), key=_RANK.__getitem__) if found else "missing"
     return outcomes
+
+
+def names_in(test_ids: Iterable[str]) -> frozenset[str]:
+    """Every testcase name :func:`outcomes_for` could match one of ``test_ids`` to: each id whole, each
+    part after a ``::``, of the id and of its escaped spelling. A case whose name is not here matches no id,
+    so callers may drop it before building cases they would otherwise index for nothing."""
+    names: set[str] = set()
+    for test_id in test_ids:
+        for spelling in {test_id, _escaped_params(test_id)}:
+            names.add(spelling)
+            start = spelling.find("::")
+            while start >= 0:
+                names.add(spelling[start + 2 :])
+                start = spelling.find("::", start + 2)
+    return frozenset(names)
 
 
 class _Groups:

@@ -10,7 +10,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._harness import Harness, RunFacts, check_run, read_record, record_cases, summarize
-from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, outcomes_for, parse_junit
+from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
 
@@ -140,7 +140,7 @@ def _harness_check(
         junit=junit,
         cases=evidence.cases,
         junit_outcomes=dict(outcomes),
-        record_outcomes=dict(outcomes_for(ids, record_cases(record))) if record else {},
+        record_outcomes=dict(outcomes_for(ids, record_cases(record, names_in(ids)))) if record else {},
         workspace=sandbox.workspace,
     )
     problems = check_run(harness, record, facts, against)
