@@ -99,7 +99,10 @@ def _in_process(root: Path, task: Path, patch: Path, repeat: int) -> tuple[float
     shared machine, runs minutes apart differ by more than the figures measured.
     """
     from gradeflow import grade
+    from gradeflow.logs import configure_logging, quiet_prefect
 
+    configure_logging("WARNING")  # as the CLI does: the table is the output
+    quiet_prefect()
     grade(task, patch=patch)  # the baseline, built once and cached
     added, engine, step = [], [], []
     for _ in range(repeat):

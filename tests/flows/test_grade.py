@@ -118,7 +118,9 @@ def test_baseline_is_cached_across_flow_runs(repo_task: Callable[..., Path], fak
 
 
 def test_a_baseline_unpickles_its_base_run_once_and_only_when_read() -> None:
-    evidence = TestRunEvidence(exit_code=1, cases=[TestCaseResult(classname="t", name=f"n{i}", outcome="passed") for i in range(50)])
+    evidence = TestRunEvidence(
+        exit_code=1, cases=[TestCaseResult(classname="t", name=f"n{i}", outcome="passed") for i in range(50)]
+    )
     ref = BaseRef(kind="folder", location="/base", revision="0" * 40)
     baseline = Baseline(base=ref, key="k", pristine=Path("/p"), tests_record=pack_tests(evidence))
     assert "tests" not in baseline.__dict__ and baseline.tests == evidence

@@ -1,5 +1,5 @@
 """``python -m gradeflow.cli``: the same as the ``gradeflow`` command."""
 
-from gradeflow.cli.main import main
+from gradeflow.cli import run
 
-raise SystemExit(main())
+run()
