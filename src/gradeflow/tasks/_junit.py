@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from gradeflow._bulk import collector_paused
 from gradeflow.models.evidence import CaseOutcome, Outcome, TestCaseResult
 from gradeflow.models.testids import split_test_id
 
@@ -180,8 +181,9 @@ def parse_junit(data: bytes, *, max_cases: int = MAX_JUNIT_TESTCASES) -> list[Te
     collector = _CaseCollector(max_cases)
     parser = ET.XMLParser(target=collector)
     try:
-        parser.feed(data)
-        parser.close()
+        with collector_paused():
+            parser.feed(data)
+            parser.close()
     except JUnitError:
         raise
     except (ET.ParseError, LookupError, ValueError) as exc:

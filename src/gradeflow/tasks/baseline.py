@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
+from gradeflow._bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
@@ -82,7 +83,8 @@ class Baseline(BaseModel):
     @cached_property
     def tests(self) -> TestRunEvidence:
         """The test command on the pristine base with hidden tests injected."""
-        evidence = pickle.loads(self.tests_record)
+        with collector_paused():  # tens of thousands of objects at once
+            evidence = pickle.loads(self.tests_record)
         assert isinstance(evidence, TestRunEvidence)
         return evidence
 
