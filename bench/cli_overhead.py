@@ -9,8 +9,11 @@ fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, o
   split into **engine** (the whole grade minus its tests step, as the result's ``timings`` has it: the
   target is ≤ 0.3 s, flat) and **tests step** (the tests step minus raw: copy, sealing, harness, parse);
   each grade is paired with a raw run just before it and the medians of the pairs' differences are shown;
-- **CLI, first**: ``gradeflow grade`` when it has to start the local Prefect server, minus raw;
-- **CLI, later**: the same command again (the server is reused), minus raw;
+- **CLI, first**: the first ``gradeflow grade`` of the task (the first size also starts the local Prefect
+  server), minus twice raw: a first grade runs the tests on the base (its cached baseline) and on the fix;
+- **CLI, later**: the same command again (server and baseline reused), minus raw;
+- the part of the tests step that grows with the suite: the raw command at the largest size with gradeflow's
+  pytest harness loaded, minus without it (paired runs);
 - and the time of ``gradeflow --help`` beside ``python -c pass``.
 
 The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end.
@@ -20,6 +23,7 @@ The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -69,7 +73,7 @@ def _repository(root: Path, tests: int) -> tuple[Path, Path]:
     return task, patch
 
 
-def _raw(root: Path) -> float:
+def _raw(root: Path, extra: dict[str, str] | None = None) -> float:
     tree = root / "raw"
     shutil.rmtree(tree, ignore_errors=True)
     shutil.copytree(root / "repo", tree)
@@ -79,9 +83,35 @@ def _raw(root: Path) -> float:
     # grade's own interpreter first on PATH (a grade's ``python`` is a venv over it; PATH alone may find
     # another Python, with another pytest, behind a pyenv shim): the difference is then gradeflow's work.
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": path}
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": path, **(extra or {})}
     subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, env=env, capture_output=True, check=False)
     return time.perf_counter() - started
+
+
+def _harness_cost(root: Path, repeat: int) -> float:
+    """Median of paired differences: the raw command with gradeflow's pytest harness loaded, minus without."""
+    from importlib import resources
+
+    folder = root / "harness"
+    folder.mkdir(exist_ok=True)
+    config = {
+        "nonce": "bench",
+        "record": str(folder / "record.json"),
+        "calls": str(folder / "calls.log"),
+        "canary_file": str(folder / "no_canaries.py"),
+        "canaries": ["test_canary_pass", "test_canary_fail"],
+        "must_fail": "test_canary_fail",
+        "select": None,
+    }
+    template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
+    (folder / "_gradeflow_bench.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    differences = []
+    for _ in range(repeat):
+        plain = _raw(root)
+        (folder / "calls.log").unlink(missing_ok=True)
+        with_harness = _raw(root, {"PYTHONPATH": str(folder), "PYTEST_ADDOPTS": "-p _gradeflow_bench"})
+        differences.append(with_harness - plain)
+    return statistics.median(differences)
 
 
 def _timed(argv: list[str]) -> float:
@@ -130,12 +160,17 @@ def main(repeat: int) -> None:
         cli_first = _timed(argv)  # starts the local server on the first size, builds the baseline
         cli_later = statistics.median(_timed(argv) for _ in range(repeat))
         added, engine, step = _in_process(root, task, patch, repeat)
-        label = "(server)" if first else "(baseline)"
+        label = "server and baseline" if first else "baseline"
         first = False
         print(
             f"{size:>6} {raw:7.2f} {added:+13.2f} {engine:+9.2f} {step:+13.2f}"
-            f" {cli_first - raw:+12.2f} {cli_later - raw:+12.2f}  first call builds the {label}"
+            f" {cli_first - 2 * raw:+12.2f} {cli_later - raw:+12.2f}  first call builds the {label}"
         )
+    harness = _harness_cost(root, repeat)
+    print(
+        f"in the tests step at {SIZES[-1]} tests: gradeflow's pytest harness {harness:+.2f} s"
+        f" ({harness / SIZES[-1] * 1e6:.0f} µs a test: the integrity checks after every test call)"
+    )
     empty = statistics.median(_timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
     helped = statistics.median(_timed([*GRADEFLOW, "--help"]) for _ in range(repeat))
     print(f"gradeflow --help {helped:.2f} s, python -c pass {empty:.2f} s: +{helped - empty:.2f} s")
