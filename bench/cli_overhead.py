@@ -14,7 +14,7 @@ fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, o
 - **CLI, later**: the same command again (server and baseline reused), minus raw;
 - the part of the tests step that grows with the suite: the raw command at the largest size with gradeflow's
   pytest harness loaded, minus without it (paired runs);
-- and the time of ``gradeflow --help`` beside ``python -c pass``.
+- the time of ``gradeflow --help`` beside ``python -c pass``, and of ``gradeflow report`` on a small ledger.
 
 The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end.
 
@@ -114,6 +114,38 @@ def _harness_cost(root: Path, repeat: int) -> float:
     return statistics.median(differences)
 
 
+def _small_ledger(root: Path) -> str:
+    """A SQLite ledger of 40 grades: two models, ten tasks, two runs each."""
+    from gradeflow.evaluation.ledger import GradeRecord, Ledger
+
+    url = f"sqlite:///{root / 'ledger.db'}"
+    ledger = Ledger(url)
+    for model in ("model-a", "model-b"):
+        for task in range(10):
+            for run in range(2):
+                passed = (task + run + (model == "model-a")) % 3 != 0
+                ledger.add(
+                    GradeRecord(
+                        **dict.fromkeys(("task_spec_hash", "patch_hash", "repository_revision"), "0" * 12),
+                        run_id=f"{model}-{task}-{run}",
+                        task_id=f"task-{task}",
+                        submission_id=f"{model}-{task}-{run}",
+                        content_key=f"{model}-{task}",
+                        environment_fingerprint="bench",
+                        model_id=model,
+                        prompt_revision="p1",
+                        grader_revision="g1",
+                        profile="default",
+                        score=1.0 if passed else 0.0,
+                        passed=passed,
+                        decision="merge-candidate" if passed else "rejected",
+                        status="graded",
+                    )
+                )
+    ledger.close()
+    return url
+
+
 def _timed(argv: list[str]) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -174,6 +206,9 @@ def main(repeat: int) -> None:
     empty = statistics.median(_timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
     helped = statistics.median(_timed([*GRADEFLOW, "--help"]) for _ in range(repeat))
     print(f"gradeflow --help {helped:.2f} s, python -c pass {empty:.2f} s: +{helped - empty:.2f} s")
+    ledger = _small_ledger(HOME)
+    reported = statistics.median(_timed([*GRADEFLOW, "report", "--ledger", ledger]) for _ in range(repeat))
+    print(f"gradeflow report on a ledger of 40 grades {reported:.2f} s")
     subprocess.run([*GRADEFLOW, "server", "stop"], capture_output=True, check=False)
 
 
