@@ -51,7 +51,7 @@ def _honest() -> tuple[HarnessRecord, RunFacts]:
         cases=[_case("test_div", "passed"), _case(HARNESS.must_pass, "passed"), _case(HARNESS.must_fail, "failed")],
         junit_outcomes={"tests/test_calc.py::test_div": "passed"},
         record_outcomes={"tests/test_calc.py::test_div": "passed"},
-        workspace="/ws",
+        places=(("/ws", "."),),
     )
     return record, facts
 
@@ -151,11 +151,11 @@ def test_the_call_log_keeps_the_first_result_and_names_every_odd_line(
 
 def test_the_summary_drops_conftests_and_the_harness_and_sees_the_canaries() -> None:
     record, facts = _honest()
-    summary = summarize(record, HARNESS, facts.cases, "/ws", 1)
+    summary = summarize(record, HARNESS, facts.cases, facts.places, 1)
     assert summary.plugins == BASE.plugins and summary.canaries and summary.exit_reports_failures
-    assert not summarize(record, HARNESS, facts.cases[:1], "/ws", 1).canaries
+    assert not summarize(record, HARNESS, facts.cases[:1], facts.places, 1).canaries
     # A command that swallows pytest's status (``pytest ...; true``) exits 0 on the base too.
-    assert not summarize(record, HARNESS, facts.cases, "/ws", 0).exit_reports_failures
+    assert not summarize(record, HARNESS, facts.cases, facts.places, 0).exit_reports_failures
 
 
 def test_exit_zero_is_tampering_when_the_base_command_showed_the_must_fail_canary() -> None:
@@ -244,5 +244,5 @@ def test_machinery_changed_during_the_run_is_tampering_unless_the_base_did_it(
 def test_the_summary_keeps_what_the_base_run_changed_relative_to_the_workspace() -> None:
     record, facts = _honest()
     record = record.model_copy(update={"patched": ["b", "a", "a"], "foreign_code": ["/ws/tests/h.py", "/lib/x.py"]})
-    summary = summarize(record, HARNESS, facts.cases, "/ws", 1)
+    summary = summarize(record, HARNESS, facts.cases, facts.places, 1)
     assert (summary.patched, summary.foreign_code) == (["a", "b"], ["./tests/h.py", "/lib/x.py"])

@@ -123,6 +123,48 @@ def test_an_editable_install_on_the_base_serves_the_candidates_code(tmp_path: Pa
     assert "envcalc" not in subprocess.run([sys.executable, "-m", "pip", "list"], capture_output=True, text=True).stdout
 
 
+PLUGIN_PYPROJECT = """[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "pytest-envmark"
+version = "0.1.0"
+
+[project.entry-points.pytest11]
+envmark = "pytest_envmark"
+"""
+PLUGIN = """import pytest
+
+
+def pytest_report_header(config):
+    return "envmark loaded"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield
+"""
+
+
+@pytest.mark.slow
+def test_a_pytest_plugin_setup_installs_is_the_bases_plugin_in_every_run(tmp_path: Path, prefect: None) -> None:
+    # A plugin installed by setup (not editable) lives in the run's own copy of the environment, at
+    # another path in every run: it is the same plugin, with the same hooks, and no tampering.
+    del prefect
+    repo = _repo(tmp_path)
+    (repo / "plugin" / "pytest_envmark.py").parent.mkdir()
+    (repo / "plugin" / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
+    (repo / "plugin" / "pytest_envmark.py").write_text(PLUGIN)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugin")
+    setup = f"{INSTALL} && python -m pip install -q --no-index --no-deps --no-build-isolation ./plugin"
+    result = grade(_task(repo, setup), patch=_patch(BUGGY, FIXED), sandbox="local")
+    assert result.status == "graded"
+    assert result.component("tests").score == 1.0, result.component("tests").messages
+    assert result.passed, result.reason_codes
+
+
 @pytest.mark.slow
 def test_a_patch_changing_its_packaging_installs_nothing(tmp_path: Path, prefect: None) -> None:
     del prefect

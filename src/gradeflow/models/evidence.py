@@ -82,6 +82,9 @@ class HarnessSummary(BaseModel):
     """Files whose code ran as a layer of a test function on the base (decorators from libraries or helpers)."""
     misplaced_code: list[str] = Field(default_factory=list)
     """Tests whose function matched no definition in its own file on the base too (made by a factory)."""
+    hook_files: list[str] = Field(default_factory=list)
+    """``hook file`` for each implementation of a hook that makes test outcomes on the base (where its code
+    is, not what its plugin says it is); one from another file in a candidate's run is tampering."""
 
 
 class TestRunEvidence(BaseModel):

@@ -35,10 +35,12 @@ from gradeflow.sandbox.base import Sandbox
 __all__ = [
     "Harness",
     "HarnessRecord",
+    "Places",
     "RunFacts",
     "check_run",
     "read_record",
     "record_cases",
+    "run_places",
     "summarize",
 ]
 
@@ -64,6 +66,8 @@ class HarnessRecord(BaseModel):
     """Files, other than a test's own, whose code ran as a layer of a test function (decorators)."""
     misplaced_code: list[str] = Field(default_factory=list)
     """Tests whose function claims its own file but matches no function defined there."""
+    hook_files: list[tuple[str, str]] = Field(default_factory=list)
+    """``(hook, file)`` for every implementation of a hook that makes test outcomes, by where its code is."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -210,35 +214,60 @@ def _parse_log(data: bytes) -> tuple[dict[str, str], list[str]]:
     return calls, problems[:3]
 
 
+Places = tuple[tuple[str, str], ...]
+"""Folders whose paths differ from run to run, each with the name it is written as (``.`` for the workspace)."""
+
+
+def run_places(sandbox: Sandbox) -> Places:
+    """The workspace and the environment's folders (a copy of the task's environment per run, elsewhere each time)."""
+    places = [(sandbox.workspace, ".")]
+    places += [(path, f"${name}") for name, path in sorted(sandbox.environment_roots().items())]
+    return tuple(places)
+
+
 def summarize(
-    record: HarnessRecord, harness: Harness, cases: list[TestCaseResult], workspace: str, exit_code: int | None
+    record: HarnessRecord, harness: Harness, cases: list[TestCaseResult], places: Places, exit_code: int | None
 ) -> HarnessSummary:
     """The plugins the run loaded and whether the canaries behaved, for later runs to be checked against."""
     canaries = not _canary_problems(harness, cases)
     return HarnessSummary(
-        plugins=_plugins(record, harness, workspace),
+        plugins=_plugins(record, harness, places),
+        hook_files=_hook_files(record, places),
         entrypoint_modules=sorted(set(record.entrypoint_modules)),
         canaries=canaries,
         exit_reports_failures=canaries and exit_code not in (None, 0),
         patched=sorted(set(record.patched)),
-        foreign_code=sorted({_relative(f, workspace) for f in record.foreign_code}),
+        foreign_code=sorted({_relative(f, places) for f in record.foreign_code}),
         misplaced_code=sorted(set(record.misplaced_code)),
     )
 
 
-def _relative(file: str, workspace: str) -> str:
-    prefix = workspace.rstrip("/") + "/"
-    return "./" + file[len(prefix) :] if file.startswith(prefix) else file
+def _relative(file: str, places: Places) -> str:
+    """``file`` named from the place it is under (``./tests/x.py``, ``$env/lib/...``), else as it is."""
+    for root, name in places:
+        prefix = root.rstrip("/") + "/"
+        if file.startswith(prefix):
+            return f"{name}/{file[len(prefix) :]}"
+    return file
 
 
-def _plugins(record: HarnessRecord, harness: Harness, workspace: str) -> list[PluginRef]:
+def _hook_files(record: HarnessRecord, places: Places) -> list[str]:
+    """``hook file`` for every implementation of a watched hook, its file named as in :func:`_relative`.
+
+    conftest files are left out: they are sealed with the tree (reset to the base's) like the plugins list.
+    """
+    kept = [(hook, file) for hook, file in record.hook_files if PurePosixPath(file).name != "conftest.py"]
+    return sorted({f"{hook} {_relative(file, places)}" for hook, file in kept})
+
+
+def _plugins(record: HarnessRecord, harness: Harness, places: Places) -> list[PluginRef]:
     found: dict[tuple[str, str | None], PluginRef] = {}
     for entry in record.plugins:
         module, file = entry.get("module") or "", entry.get("file")
         if module == harness.module or (file and PurePosixPath(file).name == "conftest.py"):
             continue  # conftest files are sealed with the tree, not here
         if file:
-            file = _relative(file, workspace)
+            file = _relative(file, places)
         found[(module, file)] = PluginRef(module=module, file=file)
     return sorted(found.values(), key=lambda p: (p.module, p.file or ""))
 
@@ -285,7 +314,7 @@ class RunFacts:
     cases: list[TestCaseResult]
     junit_outcomes: dict[str, str]
     record_outcomes: dict[str, str]
-    workspace: str
+    places: Places
 
 
 def _nothing_ran(record: HarnessRecord, facts: RunFacts) -> bool:
@@ -327,22 +356,26 @@ def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, b
     if forged:
         shown = ", ".join(forged[:3]) + (" …" if len(forged) > 3 else "")
         problems.append(f"reported passed but the test call did not pass: {shown}")
-    problems += _machinery_problems(record, base, facts.workspace)
+    problems += _machinery_problems(record, base, facts.places)
     known = {(p.module, p.file) for p in base.plugins}
-    extra = [p for p in _plugins(record, harness, facts.workspace) if (p.module, p.file) not in known]
+    extra = [p for p in _plugins(record, harness, facts.places) if (p.module, p.file) not in known]
     if extra:
         names = ", ".join(f"{p.module} ({p.file})" for p in extra[:3])
         problems.append(f"pytest plugins the base did not load were loaded: {names}")
     return problems
 
 
-def _machinery_problems(record: HarnessRecord, base: HarnessSummary, workspace: str) -> list[str]:
+def _machinery_problems(record: HarnessRecord, base: HarnessSummary, places: Places) -> list[str]:
     """pytest's machinery changed where the base run's was not, or a test ran code the base's tests did not."""
     problems = []
     patched = sorted(set(record.patched) - set(base.patched))
     if patched:
         problems.append(f"pytest internals were replaced during the run: {', '.join(patched[:3])}")
-    foreign = sorted({_relative(f, workspace) for f in record.foreign_code} - set(base.foreign_code))
+    hooks = sorted(set(_hook_files(record, places)) - set(base.hook_files))
+    if hooks:
+        shown = ", ".join(hook.replace(" ", " in ", 1) for hook in hooks[:3])
+        problems.append(f"a hook that makes test outcomes is implemented where the base run's never was: {shown}")
+    foreign = sorted({_relative(f, places) for f in record.foreign_code} - set(base.foreign_code))
     if foreign:
         problems.append(
             f"a test function ran code from a file the base's tests never ran as one: {', '.join(foreign[:3])}"

@@ -9,7 +9,15 @@ from gradeflow.errors import InfraError
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
-from gradeflow.tasks._harness import Harness, RunFacts, check_run, read_record, record_cases, summarize
+from gradeflow.tasks._harness import (
+    Harness,
+    RunFacts,
+    check_run,
+    read_record,
+    record_cases,
+    run_places,
+    summarize,
+)
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
@@ -133,7 +141,7 @@ def _harness_check(
     update: dict[str, object] = {"cases": cases, "outcomes": outcomes}
     if against is None:
         if record is not None:
-            update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace, evidence.exit_code)
+            update["harness"] = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
         return evidence.model_copy(update=update)
     facts = RunFacts(
         exit_code=evidence.exit_code,
@@ -141,11 +149,11 @@ def _harness_check(
         cases=evidence.cases,
         junit_outcomes=dict(outcomes),
         record_outcomes=dict(outcomes_for(ids, record_cases(record, names_in(ids)))) if record else {},
-        workspace=sandbox.workspace,
+        places=run_places(sandbox),
     )
     problems = check_run(harness, record, facts, against)
     if record is not None:
-        update["harness"] = summarize(record, harness, evidence.cases, sandbox.workspace, evidence.exit_code)
+        update["harness"] = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
     if problems and not evidence.junit_tampered:
         update.update(junit_tampered=True, junit_error="; ".join(problems))
     return evidence.model_copy(update=update)

@@ -99,10 +99,10 @@ def pack_tests(evidence: TestRunEvidence) -> bytes:
     return pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-BASELINE_FORMAT = 6
+BASELINE_FORMAT = 7
 """Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
 3: the base is a git checkout, not an archive; 5: setup's environment is built once on the base;
-6: the base run's evidence is kept pickled)."""
+6: the base run's evidence is kept pickled; 7: the harness summary names the files of outcome hooks)."""
 
 
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
