@@ -66,8 +66,9 @@ class HarnessRecord(BaseModel):
     """Files, other than a test's own, whose code ran as a layer of a test function (decorators)."""
     misplaced_code: list[str] = Field(default_factory=list)
     """Tests whose function claims its own file but matches no function defined there."""
-    hook_files: list[tuple[str, str]] = Field(default_factory=list)
-    """``(hook, file)`` for every implementation of a hook that makes test outcomes, by where its code is."""
+    hook_files: list[tuple[str, str, str]] = Field(default_factory=list)
+    """``(hook, file, code digest)`` for every implementation of a hook that makes test outcomes, by where its
+    code is and what it is."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -254,10 +255,18 @@ def _relative(file: str, places: Places) -> str:
 def _hook_files(record: HarnessRecord, places: Places) -> list[str]:
     """``hook file`` for every implementation of a watched hook, its file named as in :func:`_relative`.
 
-    conftest files are left out: they are sealed with the tree (reset to the base's) like the plugins list.
+    Outside the workspace (pytest, installed plugins) the code's digest is added: those files are the same
+    in every run, so a function that only claims one of them is told apart. In the workspace the file is
+    enough (a plugin project's own hooks may change with the patch). pytest's own conftest modules are
+    left out: they are sealed with the tree (reset to the base's), like the plugins list.
     """
-    kept = [(hook, file) for hook, file in record.hook_files if PurePosixPath(file).name != "conftest.py"]
-    return sorted({f"{hook} {_relative(file, places)}" for hook, file in kept})
+    found = set()
+    for hook, file, digest in record.hook_files:
+        if PurePosixPath(file).name == "conftest.py":
+            continue
+        where = _relative(file, places)
+        found.add(f"{hook} {where}" if where.startswith("./") else f"{hook} {where} @{digest}")
+    return sorted(found)
 
 
 def _plugins(record: HarnessRecord, harness: Harness, places: Places) -> list[PluginRef]:
