@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from gradeflow._bulk import collector_paused
+from gradeflow.bulk import collector_paused
 
 
 def test_the_collector_is_off_inside_and_as_it_was_after() -> None:

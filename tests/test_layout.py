@@ -31,6 +31,7 @@ LAYERS = {
     "errors": 6,
     "config": 6,
     "logs": 6,
+    "bulk": 6,
 }
 
 

@@ -58,10 +58,12 @@ def test_cases_are_well_formed() -> None:
     assert len(hostile) >= 30
     assert {c.klass for c in hostile} == {1, 2, 3, 4, 5, 6}
     assert all(set(c.sandboxes) <= {"local", "docker"} for c in CASES)
-    # Only an attack on the grader's own environment (local) and the task whose setup needs pip (the docker
-    # image has none) skip docker; only class 5 skips local.
+    # Only an attack on the grader's own environment (local), the task whose setup needs pip (the docker
+    # image has none) and an attack on pluggy's newer class layout (the image has pluggy 1.0) skip docker;
+    # only class 5 skips local.
     local_only = {c.name for c in CASES if "docker" not in c.sandboxes}
-    assert local_only == {"c2-shadow-base-plugin"} | {c.name for c in CASES if c.task == "editable"}
+    expected = {"c2-shadow-base-plugin", "c3-rt-hookcaller-call-swap"}
+    assert local_only == expected | {c.name for c in CASES if c.task == "editable"}
     assert {c.klass for c in CASES if "local" not in c.sandboxes} == {5}
 
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from gradeflow._bulk import collector_paused
+from gradeflow.bulk import collector_paused
 from gradeflow.models.evidence import CaseOutcome, Outcome, TestCaseResult
 from gradeflow.models.testids import split_test_id
 

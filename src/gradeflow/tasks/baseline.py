@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from gradeflow._bulk import collector_paused
+from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
