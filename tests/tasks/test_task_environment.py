@@ -19,10 +19,11 @@ from gradeflow.models import TaskSpec
 from gradeflow.sandbox.local import LocalSandbox
 from gradeflow.tasks._environment import capture_environment, import_environment, lay_workspace, tree_manifest
 
-PYPROJECT = """[build-system]
+BUILD_SYSTEM = """[build-system]
 requires = ["setuptools"]
 build-backend = "setuptools.build_meta"
-
+"""
+PYPROJECT = f"""{BUILD_SYSTEM}
 [project]
 name = "envcalc"
 version = "0.1.0"
@@ -123,10 +124,7 @@ def test_an_editable_install_on_the_base_serves_the_candidates_code(tmp_path: Pa
     assert "envcalc" not in subprocess.run([sys.executable, "-m", "pip", "list"], capture_output=True, text=True).stdout
 
 
-PLUGIN_PYPROJECT = """[build-system]
-requires = ["setuptools"]
-build-backend = "setuptools.build_meta"
-
+PLUGIN_PYPROJECT = f"""{BUILD_SYSTEM}
 [project]
 name = "pytest-envmark"
 version = "0.1.0"
