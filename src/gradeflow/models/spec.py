@@ -7,7 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import re2
 from pydantic import (
@@ -24,6 +24,7 @@ from gradeflow.config import cache_dir
 
 __all__ = [
     "PATCH_PARAMETER_BYTES",
+    "SANDBOX_KINDS",
     "ConstraintsSpec",
     "CustomGraderSpec",
     "Decision",
@@ -34,14 +35,19 @@ __all__ = [
     "RequiredPattern",
     "ReviewSpec",
     "Role",
+    "SandboxKind",
     "Status",
     "Submission",
     "TaskSpec",
     "TaskType",
     "TestsSpec",
+    "parse_size",
 ]
 
 TaskType = Literal["bugfix", "feature", "refactor", "perf"]
+SandboxKind = Literal["isolated", "docker", "local"]
+SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
+"""The sandboxes a task or a caller may name, the default first."""
 Role = Literal["objective", "gate"]
 Status = Literal["graded", "inconclusive"]
 Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inconclusive"]
@@ -284,7 +290,8 @@ class CustomGraderSpec(_Spec):
 class EnvironmentSpec(_Spec):
     """Where commands run."""
 
-    sandbox: Literal["local", "docker"] = "local"
+    sandbox: SandboxKind = "isolated"
+    """``isolated`` (default: bubblewrap namespaces, no daemon), ``docker``, or ``local`` (trusted code only)."""
     image: str | None = None
     """Docker image (``NAME[:TAG]`` or ``NAME@sha256:...``), for the docker sandbox."""
     network: bool = False
@@ -305,13 +312,17 @@ class EnvironmentSpec(_Spec):
     def _bounded_size(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        size = _SIZE.match(value.strip())
-        if size is None:
-            raise ValueError(f"{value!r} is not a size like '512m' or '2g'")
-        unit = 1024 ** "bkmg".index((size.group(2) or "b").lower())
-        if not 6 * 1024**2 <= float(size.group(1)) * unit <= 1024**4:
+        if not 6 * 1024**2 <= parse_size(value) <= 1024**4:
             raise ValueError(f"{value!r} is outside 6m..1024g")
         return value
+
+
+def parse_size(value: str) -> int:
+    """Bytes in a size like ``512m`` or ``2g`` (``b``, ``k``, ``m``, ``g``: powers of 1024); else ``ValueError``."""
+    size = _SIZE.match(value.strip())
+    if size is None:
+        raise ValueError(f"{value!r} is not a size like '512m' or '2g'")
+    return int(float(size.group(1)) * 1024 ** "bkmg".index((size.group(2) or "b").lower()))
 
 
 class TaskSpec(_Spec):

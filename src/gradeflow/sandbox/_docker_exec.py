@@ -8,12 +8,14 @@ leaves a background process behind is finished when its shell exits, as in the l
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import urllib3
+from docker.utils.socket import frames_iter
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._docker_engine import ENGINE_ERRORS
@@ -24,6 +26,7 @@ __all__ = ["ExecOutcome", "exit_code", "finish", "run_exec"]
 _FIRST_POLL = 0.05
 _MAX_POLL = 0.5
 _EXIT_CODE_WAIT = 2.0
+_STDERR = 2
 _STREAM_ERRORS: tuple[type[Exception], ...] = (OSError, urllib3.exceptions.HTTPError, *ENGINE_ERRORS)
 
 
@@ -45,15 +48,22 @@ class ExecOutcome:
 
 
 class _Reader(threading.Thread):
-    def __init__(self, stream: Any) -> None:
+    """Reads an exec's demultiplexed ``(stdout, stderr)`` stream, or its raw socket's frames (with stdin)."""
+
+    def __init__(self, stream: Any, frames: Any = None) -> None:
         super().__init__(daemon=True, name="gradeflow-docker-exec")
         self.stream = stream
+        self.frames = frames
         self.stdout = OutputCapture()
         self.stderr = OutputCapture()
         self.ended: float | None = None
 
     def run(self) -> None:
         try:
+            if self.frames is not None:
+                for kind, data in self.frames:
+                    (self.stderr if kind == _STDERR else self.stdout).add(data)
+                return
             for out, err in self.stream:
                 if out:
                     self.stdout.add(out)
@@ -66,17 +76,32 @@ class _Reader(threading.Thread):
 
 
 def run_exec(
-    api: Any, container_id: str, argv: list[str], *, user: str, env: dict[str, str], timeout: float
+    api: Any,
+    container_id: str,
+    argv: list[str],
+    *,
+    user: str,
+    env: dict[str, str],
+    timeout: float,
+    stdin: bytes | None = None,
 ) -> tuple[ExecOutcome, _Reader]:
     """Start ``argv`` in the container and wait until its process exits or ``timeout`` passes.
 
     Returns the outcome and the reader thread, which may still be running when processes the command
     left behind hold its output open; the caller kills those, then :func:`finish` joins the reader.
-    Engine errors propagate (``docker.errors.DockerException``, ``requests`` errors).
+    ``stdin`` is written to the process's standard input, which is then closed. Engine errors propagate
+    (``docker.errors.DockerException``, ``requests`` errors).
     """
-    exec_id = api.exec_create(container_id, argv, user=user, environment=env, stdout=True, stderr=True)["Id"]
+    exec_id = api.exec_create(
+        container_id, argv, user=user, environment=env, stdin=stdin is not None, stdout=True, stderr=True
+    )["Id"]
     started = time.perf_counter()
-    reader = _Reader(api.exec_start(exec_id, stream=True, demux=True))
+    if stdin is None:
+        reader = _Reader(api.exec_start(exec_id, stream=True, demux=True))
+    else:
+        sock = api.exec_start(exec_id, socket=True)
+        threading.Thread(target=_send, args=(sock, stdin), daemon=True, name="gradeflow-docker-input").start()
+        reader = _Reader(sock, frames_iter(sock, tty=False))
     reader.start()
     exited = _wait(api, exec_id, reader, started + timeout)
     ended = reader.ended if reader.ended is not None else time.perf_counter()
@@ -122,6 +147,13 @@ def exit_code(api: Any, exec_id: str, wait: float = _EXIT_CODE_WAIT) -> int:
         if time.perf_counter() >= give_up:
             raise SandboxUnavailable(f"docker exec {exec_id[:12]}: the engine recorded no exit code")
         time.sleep(0.01)
+
+
+def _send(sock: Any, payload: bytes) -> None:
+    raw = getattr(sock, "_sock", sock)
+    with contextlib.suppress(OSError):
+        raw.sendall(payload)
+        raw.shutdown(socket.SHUT_WR)
 
 
 def _close(stream: Any) -> None:

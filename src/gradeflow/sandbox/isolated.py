@@ -1,0 +1,156 @@
+"""The isolated sandbox, the default on Linux: the local sandbox's private copy, each command in bubblewrap.
+
+Everything the local sandbox does (a scrubbed environment, a private ``HOME``, ``TMPDIR`` and Python
+environment layered over gradeflow's interpreter, output kept in bounded memory) plus, for every command
+(:mod:`gradeflow.sandbox._bwrap`):
+
+- **a view of the host by allow-list**: the system's folders (``/usr``, ``/etc``) and the interpreter's
+  folders read-only, the harness folder read-only, the workspace and the sandbox's own folders
+  (output, ``HOME``, ``TMPDIR``, the private environment) writable, a private size-limited ``/tmp``, a
+  fresh ``/proc`` and a minimal ``/dev``. Nothing else exists inside: no home folders, no other runs,
+  nothing of gradeflow's state (``$GRADEFLOW_HOME``, Prefect's home, baselines, hidden tests' originals,
+  the reference, the task spec), no host sockets (``/run``, the docker socket);
+- **namespaces**: pid (every process dies with the command), network (none unless ``environment.network``:
+  a private loopback only, which reaches nothing of the host), ipc, uts;
+- **a non-root user with no capabilities**: as root, commands run as ``environment.user`` (default
+  1000:1000) with ``no_new_privs``, so nothing can be unmounted, remounted or read that this user
+  could not read; the folders commands write are handed to that user before each command that follows
+  a change made by gradeflow. As another user, bwrap makes a user namespace and drops every capability;
+- **limits**: the timeout, ``environment.memory`` (``RLIMIT_DATA`` per process), ``environment.pids``
+  (``RLIMIT_NPROC``), ``environment.disk`` (the size of ``/tmp`` and of any one file written), output.
+
+When bwrap is missing or refused here, :meth:`IsolatedSandboxFactory.describe` raises
+``SandboxUnavailable`` with a hint: a grade that asked for this sandbox is inconclusive, never silently
+run in another.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from gradeflow.config import cache_dir
+from gradeflow.errors import SandboxUnavailable, SpecError
+from gradeflow.models import EnvironmentSpec
+from gradeflow.models.spec import parse_size
+from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
+from gradeflow.sandbox.base import SandboxDescription, SandboxFactory, check_free_space, run_true_in_fresh_sandbox
+from gradeflow.sandbox.local import LocalSandbox
+
+__all__ = ["IsolatedSandbox", "IsolatedSandboxFactory", "IsolationSettings"]
+
+DEFAULT_DISK = 1024**3
+"""``/tmp`` and the per-file limit when ``environment.disk`` is not set (as docker: 1 GiB, or half the memory)."""
+
+
+class IsolationSettings:
+    """The limits and identity of isolated commands, from a task's ``environment``; ``SpecError`` when bad."""
+
+    def __init__(self, environment: EnvironmentSpec) -> None:
+        uid, _, gid = environment.user.partition(":")
+        gid = gid or uid
+        if not uid.isdigit() or not gid.isdigit():
+            raise SpecError(
+                f"environment.user: the isolated sandbox needs a numeric 'uid:gid', not {environment.user!r}"
+            )
+        if int(uid) == 0:
+            raise SpecError("environment.user: the isolated sandbox never runs commands as root (uid 0)")
+        self.uid, self.gid = int(uid), int(gid)
+        self.network = environment.network
+        self.memory = parse_size(environment.memory)
+        self.pids = environment.pids
+        self.disk = parse_size(environment.disk) if environment.disk else min(DEFAULT_DISK, self.memory // 2)
+
+
+class IsolatedSandbox(LocalSandbox):
+    """A :class:`LocalSandbox` whose every command runs in bubblewrap over an allow-list view of the host."""
+
+    kind: ClassVar[str] = "isolated"
+
+    def __init__(self, host_workspace: Path, settings: IsolationSettings) -> None:
+        super().__init__(host_workspace, pid_namespace=False)
+        self._settings = settings
+        self._as_root = os.geteuid() == 0
+        self._handed_over = False
+        system, links = system_view()
+        self._read_only = (*system, *interpreter_folders())
+        self._links = links
+
+    def _containment(self) -> BwrapContainment:  # type: ignore[override]  # same interface, not a subclass
+        self._hand_over()
+        settings = self._settings
+        scratch = self._scratch
+        writable = (self.workspace, *(str(scratch / name) for name in ("out", "home", "tmp", "env")))
+        view = View(
+            read_only=(*self._read_only, str(scratch / "harness")),
+            writable=writable,
+            workdir=self.workspace,
+            network=settings.network,
+            uid=settings.uid if self._as_root else None,
+            gid=settings.gid if self._as_root else None,
+            memory=settings.memory,
+            pids=settings.pids,
+            disk=settings.disk,
+            symlinks=self._links,
+        )
+        return BwrapContainment(view, bwrap_path())
+
+    def _hand_over(self) -> None:
+        """As root, give the command user the folders commands write, once after every change gradeflow made."""
+        if not self._as_root:
+            return
+        if self._handed_over:  # the output folder alone is made afresh by gradeflow before every command
+            os.chown(self.output_dir, self._settings.uid, self._settings.gid)
+            return
+        folders = [self.workspace, *(str(self._scratch / name) for name in ("out", "home", "tmp", "env"))]
+        owner = f"{self._settings.uid}:{self._settings.gid}"
+        # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
+        done = subprocess.run(["chown", "-R", "-P", "-h", owner, *folders], capture_output=True, check=False)
+        if done.returncode != 0:
+            tail = done.stderr[-200:]
+            raise SandboxUnavailable(f"isolated sandbox: cannot hand the run's folders to {owner}: {tail!r}")
+        self._handed_over = True
+
+    def import_workspace(self, archive: Path) -> None:
+        super().import_workspace(archive)
+        self._handed_over = False
+
+    def import_environment(self, folder: Path) -> None:
+        super().import_environment(folder)
+        self._handed_over = False
+
+
+class IsolatedSandboxFactory(SandboxFactory):
+    """Opens :class:`IsolatedSandbox` instances with one task's limits."""
+
+    kind: ClassVar[str] = "isolated"
+
+    def __init__(self, environment: EnvironmentSpec | None = None) -> None:
+        self.settings = IsolationSettings(environment or EnvironmentSpec())
+
+    def open(self, host_workspace: Path) -> IsolatedSandbox:
+        problem = bwrap_problem()
+        if problem is not None:
+            raise SandboxUnavailable(f"isolated sandbox: {problem}")
+        return IsolatedSandbox(host_workspace, self.settings)
+
+    def probe(self) -> None:
+        """The disks have room, bwrap works here, and ``true`` runs in a fresh sandbox."""
+        check_free_space(cache_dir())
+        run_true_in_fresh_sandbox(self, "isolated sandbox", "sandbox")
+
+    def describe(self) -> SandboxDescription:
+        """``SandboxUnavailable`` (with what to do instead) when bwrap cannot run here."""
+        problem = bwrap_problem()
+        if problem is not None:
+            raise SandboxUnavailable(f"isolated sandbox: {problem}")
+        return SandboxDescription(
+            sandbox=self.kind,
+            architecture=platform.machine(),
+            python_version=platform.python_version(),
+            python_environment=f"private per sandbox, over {sys.prefix}",
+        )
