@@ -1,8 +1,9 @@
 """The hostile corpus: its cases (``cases.yaml``), the submissions built at run time, and how they are graded.
 
-Most cases are a diff in ``patches/``. Six cannot be written as a text diff (a compiled module, an
-8.5 MB source, a nested git repository, a FIFO, mode-000 files, a 128 MiB file): their submissions are
-built at run time by the functions in :data:`BUILDERS`, reusing the attack code of a diff case.
+Most cases are a diff in ``patches/``. Some cannot be written as a text diff (a compiled module, 8.5 MB
+sources and links to them, a literal of a million characters, a nested git repository, a FIFO, mode-000
+files, a 128 MiB file): their submissions are built at run time by the functions in :data:`BUILDERS`,
+reusing the attack code of a diff case.
 
 Every case is graded through ``gradeflow.grade`` against one task spec per file in ``task/``, so each
 spec's baseline is built once per sandbox and then served from the cache. A case with a ``deadline``
@@ -169,6 +170,35 @@ def oversized_source(folder: Path) -> Submission:
     return Submission(workspace=checkout)
 
 
+def _padded(attack: str) -> str:
+    """``attack`` followed by a lookup table that takes the module past the scan's read limit (8 MiB)."""
+    return attack + '\nTABLE = "' + "0" * (8 * 1024 * 1024 + 512 * 1024) + '"\n'
+
+
+def oversized_settrace(folder: Path) -> Submission:
+    """A checkout whose 8.5 MB ``src/calc_tables.py`` holds the settrace attack (nothing the harness watches)."""
+    checkout = _checkout(folder)
+    _append(checkout / "src" / "calc.py", "\n\nimport calc_tables  # noqa: E402, F401 - lookup tables\n")
+    (checkout / "src" / "calc_tables.py").write_text(_padded(added_source("c3-settrace", "src/calc.py")))
+    return Submission(workspace=checkout)
+
+
+def oversized_link(folder: Path) -> Submission:
+    """The same, ``src/calc_tables.py`` a link to the 8.5 MB ``src/calc_tables.txt`` (a type the scan does not read)."""
+    checkout = _checkout(folder)
+    _append(checkout / "src" / "calc.py", "\n\nimport calc_tables  # noqa: E402, F401 - lookup tables\n")
+    (checkout / "src" / "calc_tables.txt").write_text(_padded(added_source("c3-settrace", "src/calc.py")))
+    os.symlink("calc_tables.txt", checkout / "src" / "calc_tables.py")
+    return Submission(workspace=checkout)
+
+
+def quadratic_literal(folder: Path) -> Submission:
+    """A checkout whose calc.py holds a string of a million ``*`` (a pattern that backtracks on it never ends)."""
+    checkout = _checkout(folder)
+    _append(checkout / "src" / "calc.py", '\n\nRULE = "' + "*" * 1_000_000 + '"\n')
+    return Submission(workspace=checkout)
+
+
 def nested_repository(folder: Path) -> Submission:
     """A checkout whose ``src/vendor`` is a git repository of its own, holding the attack."""
     checkout = _checkout(folder)
@@ -213,6 +243,9 @@ def huge_file_checkout(folder: Path) -> Submission:
 BUILDERS: dict[str, Callable[[Path], Submission]] = {
     "sourceless_pyc": sourceless_pyc,
     "oversized_source": oversized_source,
+    "oversized_settrace": oversized_settrace,
+    "oversized_link": oversized_link,
+    "quadratic_literal": quadratic_literal,
     "nested_repository": nested_repository,
     "fifo_checkout": fifo_checkout,
     "chmod_checkout": chmod_checkout,

@@ -200,6 +200,9 @@ def test_test_folders_are_the_folders_holding_the_tasks_tests(
         ("package.json", '{"scripts": {"test": "jest"}}', '{"scripts": {"test": "true"}}', ["scripts.test"]),
         ("package.json", '{"scripts": {"test": "jest"}}', '{"scripts": {"test": "jest"}, "jest": {}}', ["jest"]),
         ("package.json", '{"scripts": {}}', "{not json", ["file"]),
+        # Nesting deep enough for RecursionError in the parser: the candidate's file does not parse.
+        ("package.json", '{"scripts": {}}', '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}", ["file"]),
+        ("pyproject.toml", PYPROJECT, PYPROJECT + "\n[tool.x]\ny = " + "[" * 5_000 + "]" * 5_000 + "\n", ["file"]),
     ],
 )
 def test_sections_are_compared_parsed(tmp_path: Path, name: str, base: str, candidate: str, differ: list[str]) -> None:
@@ -239,6 +242,16 @@ def test_splicing_puts_back_the_base_sections_and_keeps_the_rest(
     assert splice_sections(tmp_path / "c" / name, tmp_path / "b" / name)
     assert sections_differ(tmp_path / "c" / name, tmp_path / "b" / name) == []
     assert kept in (tmp_path / "c" / name).read_text()
+
+
+def test_a_header_line_of_a_million_spaces_is_read_in_linear_time(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "b" / "pyproject.toml").write_text(PYPROJECT)
+    evil = PYPROJECT.replace("100", "90") + "\n[tool.pytest.x]\na = 1\n#\n[" + " " * 1_000_000 + "\n"
+    (tmp_path / "c" / "pyproject.toml").write_text(evil)
+    splice_sections(tmp_path / "c" / "pyproject.toml", tmp_path / "b" / "pyproject.toml")
+    assert "line-length = 90" in (tmp_path / "c" / "pyproject.toml").read_text()
 
 
 def test_the_base_is_walked_once_per_pristine_folder_and_again_when_it_is_rebuilt(

@@ -12,6 +12,7 @@ import pytest
 from builders import make_task
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TamperEvidence, TamperFinding, TestRunEvidence
+from gradeflow.tasks._files import MAX_READ_BYTES
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
 from gradeflow.tasks.baseline import Baseline, pack_tests
@@ -336,8 +337,9 @@ def test_literal_code_is_scanned_so_deep_and_deeper_code_is_a_finding_itself() -
     ids=["parens", "sum", "negations", "attributes", "calls", "subscripts", "getattrs", "strings", "fstring", "ifs"],
 )
 def test_deeply_nested_expressions_do_not_crash(source: str) -> None:
+    # Too deep for the parser is a finding (code that raises the recursion limit first still imports it).
     found = scan_file("src/pkg/mod.py", source.encode())
-    assert found is None or found == []
+    assert found is None or {f.kind for f in found} <= {"unscannable"}
 
 
 def test_a_finding_inside_a_deep_expression_is_still_found() -> None:
@@ -438,8 +440,10 @@ def _write(target: Path, content: str | bytes) -> None:
     target.write_bytes(content.encode() if isinstance(content, str) else content)
 
 
-def _scan(tmp_path: Path, base: Mapping[str, str | bytes], after: Mapping[str, str | bytes | None]) -> TamperEvidence:
-    return scan_patch(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine")
+def _scan(
+    tmp_path: Path, base: Mapping[str, str | bytes], after: Mapping[str, str | bytes | None], budget: float = 60.0
+) -> TamperEvidence:
+    return scan_patch(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine", budget)
 
 
 PLUGIN = "import pytest\n\n\ndef helper():\n    return pytest.approx(1)\n"
@@ -480,19 +484,35 @@ def test_test_files_and_sealed_test_folders_are_not_scanned(tmp_path: Path) -> N
     assert evidence.files_scanned == ["src/pkg/testing_helpers.py"]
 
 
-def test_unreadable_sources_are_skipped_not_reported(tmp_path: Path) -> None:
+def test_unparsable_sources_are_skipped_unreadable_ones_are_findings(tmp_path: Path) -> None:
     outside = tmp_path / "outside.py"
     outside.write_text("import pytest\n")
+    huge = "X = 1\n" + "#" * (MAX_READ_BYTES + 1) + "\n"
     snapshot = _snapshot(
-        tmp_path, {"src/a.py": "X = 1\n"}, {"src/broken.py": "def broken(:\n", "src/blob.py": b"\x00\x01import pytest"}
+        tmp_path,
+        {"src/a.py": "X = 1\n"},
+        {"src/broken.py": "def broken(:\n", "src/blob.py": b"\x00\x01import pytest", "src/tables.py": huge},
     )
     assert snapshot.workspace is not None
     os.symlink(outside, snapshot.workspace / "src" / "link.py")
+    os.symlink("tables.py", snapshot.workspace / "src" / "tables_link.py")
     git(snapshot.workspace, "add", "-A", "-f")
     snapshot = snapshot.model_copy(update={"changes": changed_files(snapshot.workspace)})
     evidence = scan_patch(TASK, snapshot, tmp_path / "pristine")
-    assert evidence.findings == []
-    assert sorted(evidence.files_skipped) == ["src/blob.py", "src/broken.py", "src/link.py"]
+    assert sorted(evidence.files_skipped) == ["src/blob.py", "src/broken.py"]
+    unscannable = sorted(f.path for f in evidence.findings if f.kind == "unscannable")
+    assert unscannable == ["src/link.py", "src/tables.py", "src/tables_link.py"]
+
+
+def test_files_the_scan_has_no_time_left_for_are_findings(tmp_path: Path) -> None:
+    evidence = _scan(tmp_path, {"src/a.py": "X = 1\n"}, {"src/a.py": "X = 2\n", "src/b.py": "Y = 1\n"}, budget=0.0)
+    assert {(f.path, f.kind) for f in evidence.findings} == {("src/a.py", "unscannable"), ("src/b.py", "unscannable")}
+
+
+def test_a_long_literal_is_scanned_in_linear_time() -> None:
+    # Python's engine backtracks quadratically on [*?]\S*\.xml over this; re2 reads it once.
+    assert scan_file("src/pkg/mod.py", b'BANNER = "' + b"*" * 2_000_000 + b'"\n') == []
+    assert _kinds('X = "' + "*" * 100_000 + '.xml"') == ["report-path"]
 
 
 def test_compiled_modules_and_startup_files_are_findings_whatever_the_base(tmp_path: Path) -> None:

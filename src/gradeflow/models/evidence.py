@@ -112,6 +112,8 @@ class TestRunEvidence(BaseModel):
     """The end of the command's output, for messages."""
     harness: HarnessSummary | None = None
     """What gradeflow's pytest harness saw; ``None`` when it did not run (not pytest, or nothing recorded)."""
+    harness_not_joined: str | None = None
+    """Why pytest ran (its JUnit report is there) with no harness record: the harness could not join it."""
 
 
 class FunctionMetrics(BaseModel):
@@ -165,6 +167,7 @@ TamperKind = Literal[
     "settrace",
     "startup-hook",
     "time-rebind",
+    "unscannable",
 ]
 """What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders."""
 

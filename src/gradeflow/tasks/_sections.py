@@ -4,24 +4,28 @@
 ``setup.cfg``: ``[tool:pytest]``; ``tox.ini``: ``[pytest]``; ``package.json``: the ``test``,
 ``pretest`` and ``posttest`` scripts and the ``jest``, ``mocha`` and ``vitest`` keys. Everything else
 in these files is the candidate's to change. Sections are compared parsed (so formatting does not
-count); a file that does not parse counts as changed whole.
+count); a file that does not parse (whatever its parser raises, :data:`RecursionError` on deep nesting
+included) counts as changed whole. Headers are found with re2, linear in the line.
 """
 
 from __future__ import annotations
 
 import configparser
 import json
-import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import re2
+
+from gradeflow.tasks._bounded import PARSE_ERRORS
+
 __all__ = ["SECTIONS", "sections_differ", "splice_sections"]
 
 _MAX_BYTES = 4 * 1024 * 1024
-_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_INI_HEADER = re.compile(r"^\[([^\]]+)\]")
+_TOML_HEADER = re2.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_INI_HEADER = re2.compile(r"^\[([^\]]+)\]")
 _JSON_SCRIPTS = ("test", "pretest", "posttest")
 _JSON_KEYS = ("jest", "mocha", "vitest")
 
@@ -80,7 +84,7 @@ def _parsed(path: Path) -> dict[str, Any] | None:
         return {}
     try:
         return SECTIONS[path.name](text)
-    except (ValueError, configparser.Error, AttributeError):
+    except PARSE_ERRORS:
         return None
 
 
@@ -110,12 +114,12 @@ def splice_sections(candidate: Path, base: Path) -> bool:
     return not sections_differ(candidate, base)
 
 
-def _blocks(text: str, header: re.Pattern[str], keep: Callable[[str], bool]) -> str:
+def _blocks(text: str, header: re2._Regexp, keep: Callable[[str], bool]) -> str:
     """The lines of ``text`` in sections whose name ``keep`` accepts (lines before any header count as kept)."""
     out: list[str] = []
     keeping = True
     for line in text.splitlines(keepends=True):
-        match = header.match(line)
+        match = header.match(line.rstrip("\r\n"))
         if match:
             keeping = keep(match.group(1))
         if keeping and (match or out or keep("")):
@@ -125,12 +129,19 @@ def _blocks(text: str, header: re.Pattern[str], keep: Callable[[str], bool]) -> 
 
 def _splice_json(candidate: Path, base: Path) -> bool:
     try:
-        mine = json.loads(_read(candidate) or "")
-        theirs = json.loads(_read(base) or "{}")
-    except ValueError:
+        text = _spliced_json(json.loads(_read(candidate) or ""), json.loads(_read(base) or "{}"))
+    except PARSE_ERRORS:
         return False
+    if text is None:
+        return False
+    candidate.write_text(text)
+    return not sections_differ(candidate, base)
+
+
+def _spliced_json(mine: Any, theirs: Any) -> str | None:
+    """``mine`` with the base's test scripts and keys, as text; ``None`` when either is no object."""
     if not isinstance(mine, dict) or not isinstance(theirs, dict):
-        return False
+        return None
     scripts = dict(mine.get("scripts") or {})
     for key in _JSON_SCRIPTS:
         scripts.pop(key, None)
@@ -141,5 +152,4 @@ def _splice_json(candidate: Path, base: Path) -> bool:
         mine.pop(key, None)
         if key in theirs:
             mine[key] = theirs[key]
-    candidate.write_text(json.dumps(mine, indent=2) + "\n")
-    return not sections_differ(candidate, base)
+    return json.dumps(mine, indent=2) + "\n"

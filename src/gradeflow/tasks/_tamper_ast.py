@@ -8,7 +8,9 @@ binds and that is no builtin is a local variable, so ``def f(time): time.x = 1``
 folded from literals (``'py' + 'test'``, f-strings of literals, ``''.join([...])``, ``[::-1]``) counts as
 a literal. Nothing else is followed: no data flow through variables, calls or other modules. Docstrings
 and other bare string statements are skipped. A source that does not parse gives ``None``: that is not a
-finding.
+finding (Python cannot import it either). One the parser cannot hold (nesting deep enough for
+``RecursionError``, a tree too big for memory) is a finding: the scan did not read it. A walk checks its
+:class:`~gradeflow.tasks._bounded.Deadline` as it goes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradeflow.models.evidence import TamperFinding, TamperKind
+from gradeflow.tasks._bounded import Deadline
 from gradeflow.tasks._tamper_rules import (
     BUILTIN_NAMES,
     CHAINS,
@@ -35,7 +38,7 @@ from gradeflow.tasks._tamper_rules import (
     rebind_rule,
 )
 
-__all__ = ["scan_python"]
+__all__ = ["scan_python", "unscannable"]
 
 _MAX_LITERAL_DEPTH = 3
 """How deep literal sources passed to ``exec`` / ``eval`` / ``compile`` are themselves scanned."""
@@ -56,13 +59,30 @@ _STRING_METHODS = frozenset({"join", "decode", "lower", "format"})
 _OWN_PROCESS = frozenset({"os.getpid", "os.getppid", "os.getpgrp", "os.getpgid"})
 
 
-def scan_python(path: str, source: bytes, depth: int = 0) -> list[TamperFinding] | None:
-    """Findings in ``source`` (file ``path``), ordered by line; ``None`` when it does not parse."""
+_CHECK_EVERY = 4096
+"""Nodes walked between two looks at the deadline."""
+
+
+def scan_python(
+    path: str, source: bytes, depth: int = 0, deadline: Deadline | None = None
+) -> list[TamperFinding] | None:
+    """Findings in ``source`` (file ``path``), ordered by line; ``None`` when it does not parse.
+
+    Raises :class:`~gradeflow.tasks._bounded.BudgetExceeded` when ``deadline`` passes during the walk.
+    """
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _Scanner(path, _bindings(tree), depth, deadline).run(tree)
+    except (SyntaxError, ValueError):
         return None
-    return _Scanner(path, _bindings(tree), depth).run(tree)
+    except (RecursionError, MemoryError) as exc:
+        return [unscannable(path, f"the parser could not hold it ({type(exc).__name__})")]
+
+
+def unscannable(path: str, why: str) -> TamperFinding:
+    """The finding for a file the scan could not read whole: code Python may run that nobody looked at."""
+    message = f"cannot be scanned: {why}; Python may still run it"
+    return TamperFinding(path=path, line=0, kind="unscannable", detail=f"unscannable {path}", message=message)
 
 
 @dataclass
@@ -228,8 +248,8 @@ def _targets(node: ast.AST) -> Iterator[ast.expr]:
 
 
 class _Scanner:
-    def __init__(self, path: str, bindings: _Bindings, depth: int) -> None:
-        self.path, self.bound, self.depth = path, bindings, depth
+    def __init__(self, path: str, bindings: _Bindings, depth: int, deadline: Deadline | None = None) -> None:
+        self.path, self.bound, self.depth, self.deadline = path, bindings, depth, deadline
         self.found: dict[tuple[int, str, str], TamperFinding] = {}
         self.consumed: set[int] = set()
         """Literals a context rule already read (``sys.modules['pytest']``, code passed to ``exec``)."""
@@ -258,8 +278,12 @@ class _Scanner:
     def run(self, tree: ast.AST) -> list[TamperFinding]:
         trusted = not self.bound.renames_main
         stack: list[tuple[ast.AST, bool]] = [(tree, trusted and self.path.rsplit("/", 1)[-1] == "__main__.py")]
+        walked = 0
         while stack:
             node, self.in_main = stack.pop()
+            walked += 1
+            if self.deadline is not None and walked % _CHECK_EVERY == 0:
+                self.deadline.check()
             if isinstance(node, ast.Expr) and _text(node.value) is not None:
                 continue
             self._rebinds(node)
@@ -466,7 +490,7 @@ class _Scanner:
             self._hit(node, "dynamic-exec", f"{name}(non-literal)", message)
         elif source is not None:
             self._consume(source)
-            for inner in scan_python(self.path, literal.encode(), self.depth + 1) or []:
+            for inner in scan_python(self.path, literal.encode(), self.depth + 1, self.deadline) or []:
                 self._hit(node, inner.kind, inner.detail, f"{inner.message} (in code passed to {name}())")
 
     def _dynamic_import(self, node: ast.Call, name: str, computed: bool) -> None:

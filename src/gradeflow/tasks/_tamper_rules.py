@@ -8,7 +8,8 @@ Every rule gives a kind and a message; the scan adds the file and the line.
 from __future__ import annotations
 
 import builtins
-import re
+
+import re2
 
 from gradeflow.models.evidence import TamperKind
 
@@ -200,20 +201,22 @@ _ATTRIBUTES: dict[str, Rule] = {
 }
 """Attribute names that are suspect only as attributes (a variable called ``cmdline`` is fine)."""
 
-_LITERALS: list[tuple[re.Pattern[str], TamperKind, str]] = [
-    (re.compile(r"\bpytest_[A-Za-z]\w*"), "pytest-internals", "names the pytest hook {}"),
-    (re.compile(r"\b(?:pluginmanager|hookimpl|hookspec|_pytest|LogXML)\b"), "pytest-internals", "names pytest's {}"),
-    (re.compile(r"\bconftest\b"), "pytest-internals", "names {}, the file pytest loads as a plugin"),
-    (re.compile(r"\bPYTEST_[A-Z_]+"), "pytest-internals", "names pytest's environment variable {}"),
-    (re.compile(r"junit", re.IGNORECASE), "report-path", "names the JUnit report ({})"),
-    (re.compile(r"[*?]\S*\.xml\Z", re.IGNORECASE), "report-path", "is a pattern of XML files ({}), as reports are"),
-    (re.compile(r"pytest11"), "entry-points", "names the {} entry-point group, which pytest loads plugins from"),
-    (re.compile(r"\b(?:site|user)customize\b"), "startup-hook", "names {}, which runs at interpreter start"),
-    (re.compile(r"\.pth\Z"), "startup-hook", "names a {} file, whose import lines run at interpreter start"),
-    (re.compile(r"/cmdline\b"), "argv-read", "reads a process's command line ({})"),
+_LITERALS: list[tuple[re2._Regexp, TamperKind, str]] = [
+    (re2.compile(r"\bpytest_[A-Za-z]\w*"), "pytest-internals", "names the pytest hook {}"),
+    (re2.compile(r"\b(?:pluginmanager|hookimpl|hookspec|_pytest|LogXML)\b"), "pytest-internals", "names pytest's {}"),
+    (re2.compile(r"\bconftest\b"), "pytest-internals", "names {}, the file pytest loads as a plugin"),
+    (re2.compile(r"\bPYTEST_[A-Z_]+"), "pytest-internals", "names pytest's environment variable {}"),
+    (re2.compile(r"(?i)junit"), "report-path", "names the JUnit report ({})"),
+    (re2.compile(r"(?i)[*?]\S*\.xml\z"), "report-path", "is a pattern of XML files ({}), as reports are"),
+    (re2.compile(r"pytest11"), "entry-points", "names the {} entry-point group, which pytest loads plugins from"),
+    (re2.compile(r"\b(?:site|user)customize\b"), "startup-hook", "names {}, which runs at interpreter start"),
+    (re2.compile(r"\.pth\z"), "startup-hook", "names a {} file, whose import lines run at interpreter start"),
+    (re2.compile(r"/cmdline\b"), "argv-read", "reads a process's command line ({})"),
 ]
+"""Patterns over a literal's text, on re2: linear in the text, so no literal makes the scan slow (Python's
+engine took quadratic time on ``[*?]\\S*\\.xml`` over a million ``*``). re2's ``\\b`` and ``\\w`` are ASCII."""
 
-_PYTEST_MODULE = re.compile(r"\A(?:_?pytest|pluggy|xdist)(?:\.|\Z)|\Apytest_\w|junitxml")
+_PYTEST_MODULE = re2.compile(r"\A(?:_?pytest|pluggy|xdist)(?:\.|\z)|\Apytest_\w|junitxml")
 
 
 def module_rule(module: str) -> Rule | None:

@@ -12,8 +12,11 @@ runner's own (``src/tomllib.py``, ``pytest.py``): it runs instead of that module
 takes hold of pytest, whatever its code hides from the AST. Only what the patch adds counts: a finding
 is keyed by its kind and detail, and a key the base's version of the file holds n times is forgiven n
 times (findings on lines the patch did not add first). A new file compares with nothing. A source that
-cannot be read (binary, over ``MAX_READ_BYTES``) or parsed is listed as skipped, not reported: Python
-cannot run it either.
+does not parse (a syntax error, null bytes) is listed as skipped, not reported: Python cannot run it
+either. One the scan cannot read (over ``MAX_READ_BYTES``, not a regular file, a link out of the tree or
+to a file over the limit, no permission) or whose tree the parser cannot hold is an ``unscannable``
+finding: Python may run what nobody read. The whole scan has a time budget (:data:`SCAN_BUDGET_SECONDS`);
+files it did not reach in time are ``unscannable`` findings too.
 """
 
 from __future__ import annotations
@@ -34,14 +37,18 @@ from gradeflow.graders.tamper import TamperGrader
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.models.evidence import TamperEvidence, TamperFinding, TamperKind
 from gradeflow.models.globs import matches_any
+from gradeflow.tasks._bounded import BudgetExceeded, Deadline
 from gradeflow.tasks._files import readable_file
 from gradeflow.tasks._functions import touched_lines
 from gradeflow.tasks._sealing import folders_to_seal
-from gradeflow.tasks._tamper_ast import scan_python
+from gradeflow.tasks._tamper_ast import scan_python, unscannable
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["added_findings", "check_tamper", "scan_file", "scan_patch", "startup_imports"]
+__all__ = ["SCAN_BUDGET_SECONDS", "added_findings", "check_tamper", "scan_file", "scan_patch", "startup_imports"]
+
+SCAN_BUDGET_SECONDS = 120.0
+"""Seconds the whole scan of one patch may take (every pattern is linear: an honest patch takes well under one)."""
 
 _STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
@@ -91,37 +98,54 @@ def check_tamper(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) ->
     return TamperGrader(evidence).grade(GradingContext(task=task_spec, workspace=snapshot.view()))
 
 
-def scan_patch(task_spec: TaskSpec, snapshot: Snapshot, pristine: Path) -> TamperEvidence:
+def scan_patch(
+    task_spec: TaskSpec, snapshot: Snapshot, pristine: Path, budget: float = SCAN_BUDGET_SECONDS
+) -> TamperEvidence:
     """The findings the patch adds to its changed non-test files (the base's are left out)."""
     if snapshot.workspace is None:
         raise ValueError("a refused submission has no workspace to scan")
     added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
     sealed = folders_to_seal(task_spec, pristine)
     evidence = TamperEvidence(findings=_shadowing(snapshot.workspace, pristine, _import_roots(task_spec)))
+    deadline = Deadline(budget)
     for change in snapshot.changes:
         if change.status == "removed" or not _scanned_type(change.path):
             continue
         if matches_any(change.path, task_spec.tests.test_files) or _inside(change.path, sealed):
             continue
-        if change.path.endswith(_COMPILED):
-            evidence.files_scanned.append(change.path)
-            evidence.findings.append(_compiled_file(change.path))
-            continue
-        found = None if change.binary else _read_and_scan(snapshot.workspace, change.path)
+        try:
+            deadline.check()
+            found = _scan_change(change, snapshot.workspace, pristine, added_at.get(change.path, set()), deadline)
+        except BudgetExceeded as exc:
+            found = [unscannable(change.path, f"the scan {exc}")]
         if found is None:
             evidence.files_skipped.append(change.path)
             continue
         evidence.files_scanned.append(change.path)
-        before = _base_findings(change, pristine)
-        evidence.findings += added_findings(found, before, added_at.get(change.path, set()))
+        evidence.findings += found
     return evidence
 
 
-def scan_file(path: str, data: bytes) -> list[TamperFinding] | None:
+def _scan_change(
+    change: ChangedFile, workspace: Path, pristine: Path, added_lines: set[int], deadline: Deadline
+) -> list[TamperFinding] | None:
+    """The findings one changed file adds, or ``None`` when it does not parse (Python cannot run it either)."""
+    if change.path.endswith(_COMPILED):
+        return [_compiled_file(change.path)]
+    data = _read(workspace, change.path)
+    if isinstance(data, str):
+        return [unscannable(change.path, data)]
+    found = scan_file(change.path, data, deadline)
+    if found is None:
+        return None
+    return added_findings(found, _base_findings(change, pristine), added_lines)
+
+
+def scan_file(path: str, data: bytes, deadline: Deadline | None = None) -> list[TamperFinding] | None:
     """All findings in one file's content (none for a type the scan does not read); ``None`` if unparsable."""
     name = PurePosixPath(path).name
     if name.endswith(".py"):
-        found = scan_python(path, data)
+        found = scan_python(path, data, deadline=deadline)
         if _is_startup_module(path):
             found = [*(found or []), _startup_file(path, data)]
         return found
@@ -161,17 +185,20 @@ def _inside(path: str, folders: list[str]) -> bool:
     return any(PurePosixPath(path).is_relative_to(folder) for folder in folders)
 
 
-def _read(root: Path, path: str) -> bytes | None:
-    """A regular file under ``root`` (never through a link out of it), up to ``MAX_READ_BYTES``."""
+def _read(root: Path, path: str) -> bytes | str:
+    """A regular file under ``root`` (never through a link out of it), up to ``MAX_READ_BYTES``; else why not."""
     try:
         return readable_file(root, path).read_bytes()
-    except OSError:
-        return None
+    except FileNotFoundError as exc:
+        why = str(exc) if str(exc) != path else "not a regular file inside the tree (a link out of it, or to none)"
+        return why
+    except OSError as exc:
+        return f"unreadable ({exc.strerror or type(exc).__name__})"
 
 
 def _read_and_scan(root: Path, path: str) -> list[TamperFinding] | None:
     data = _read(root, path)
-    return None if data is None else scan_file(path, data)
+    return None if isinstance(data, str) else scan_file(path, data)
 
 
 def _base_findings(change: ChangedFile, pristine: Path) -> list[TamperFinding]:
