@@ -31,6 +31,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models.testids import file_of_test_id, split_test_id
 from gradeflow.sandbox.base import Sandbox
+from gradeflow.tasks._harness_boot import boot_files
 
 __all__ = [
     "Harness",
@@ -136,14 +137,15 @@ class Harness:
         }
         template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
-        folder = sandbox.install_harness({f"{self.module}.py": source.encode()})
         options = [f"-p {self.module}"]
-        env = {"PYTHONPATH": folder}
+        variables = {}
         if base is not None:
-            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            variables["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             options += [f"-p {module}" for module in base.entrypoint_modules]
-        env["PYTEST_ADDOPTS"] = " ".join(options)
-        return env
+        # The variables alone would not do: a command may replace them (see gradeflow.tasks._harness_boot).
+        files = {f"{self.module}.py": source.encode(), **boot_files(self.module, options, variables)}
+        folder = sandbox.install_harness(files)
+        return {"PYTHONPATH": folder, **variables, "PYTEST_ADDOPTS": " ".join(options)}
 
     def remove(self, tree: Path) -> None:
         """Take the canary file out of the tree again."""

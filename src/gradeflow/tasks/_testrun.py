@@ -18,6 +18,7 @@ from gradeflow.tasks._harness import (
     run_places,
     summarize,
 )
+from gradeflow.tasks._harness_boot import pytest_ran_without_harness
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
@@ -48,9 +49,10 @@ def start_harness(
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
     ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. The base
-    run always gets it: whatever the command (``pytest``, a shell script, ``make test``), the plugin loads
-    wherever pytest runs with the inherited ``PYTEST_ADDOPTS``. A candidate run gets the harness only
-    when the base run showed that it works for this task (its record was written).
+    run always gets it: whatever the command (``pytest``, a shell script, ``make test``, inline
+    ``PYTHONPATH=``/``PYTEST_ADDOPTS=``, ``env -u``), the plugin loads wherever pytest runs in the
+    sandbox's Python environment (see :mod:`gradeflow.tasks._harness_boot`). A candidate run gets the
+    harness only when the base run showed that it works for this task (its record was written).
     ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
     """
     if base is not None and base.harness is None:
@@ -113,7 +115,9 @@ def run_test_command(
 
 
 def _with_harness(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
-    """The task's variables plus the harness's; the task's own ``PYTHONPATH``/``PYTEST_ADDOPTS`` are kept."""
+    """The task's variables plus the harness's; the task's own ``PYTHONPATH``/``PYTEST_ADDOPTS`` are kept.
+
+    Where the command replaces them again, the harness's boot puts its options back inside the process."""
     merged = dict(env)
     for key, value in extra.items():
         if key == "PYTHONPATH" and env.get(key):
@@ -142,6 +146,8 @@ def _harness_check(
     if against is None:
         if record is not None:
             update["harness"] = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
+        else:
+            update["harness_not_joined"] = pytest_ran_without_harness(junit)
         return evidence.model_copy(update=update)
     facts = RunFacts(
         exit_code=evidence.exit_code,

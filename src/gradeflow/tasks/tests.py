@@ -59,6 +59,8 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     component.details["canaries"] = (
         "checked" if baseline.tests.harness and baseline.tests.harness.canaries else "unsupported"
     )
+    if baseline.tests.harness_not_joined:
+        component.messages.append(baseline.tests.harness_not_joined)
     if sealed:
         component.messages.append(f"reset to the base before the run: {', '.join(sorted(sealed))}")
     return TestsOutcome(component=component, evidence=evidence, restored=sorted(sealed))

@@ -1,0 +1,109 @@
+"""The harness joins pytest whatever the task's command does to its environment, on a src-layout repository.
+
+Commands that set their own ``PYTHONPATH`` or ``PYTEST_ADDOPTS`` inline, unset them with ``env -u`` or
+``env -i``, change folder first, or start pytest from a script or a ``make`` target: graded end to end
+with real pytest in the isolated (default) and the local sandbox, the reference passes, the miss fails on
+its test, nothing is inconclusive and the canaries are checked. A pytest started from an interpreter
+outside the sandbox's environment, with the variables removed, runs without the harness: the grade says so.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fakes import diff
+from gradeflow import grade
+from gradeflow.models import GradeResult, TaskSpec
+
+pytestmark = [pytest.mark.usefixtures("prefect"), pytest.mark.slow]
+
+BUG = "def divide(a, b):\n    return a / b if b else None\n\n\ndef add(a, b):\n    return a + b\n"
+FIX = BUG.replace("return a / b if b else None", "if b == 0:\n        raise ZeroDivisionError('no')\n    return a / b")
+TESTS = (
+    "import pytest\n\nfrom calc import add, divide\n\n\n"
+    "def test_divide_by_zero():\n    with pytest.raises(ZeroDivisionError):\n        divide(1, 0)\n\n\n"
+    "def test_add():\n    assert add(1, 2) == 3\n"
+)
+OPTIONS = "-q -p no:cacheprovider"
+SCRIPT = f'export PYTHONPATH=src\nunset PYTEST_ADDOPTS\nexec python -m pytest {OPTIONS} --junitxml="$1"\n'
+RUNNER = (
+    "import sys\n\nimport pytest\n\n"
+    "sys.path.insert(0, 'src')\n"
+    f"sys.exit(pytest.main([*{OPTIONS.split()!r}, '--junitxml', sys.argv[1]]))\n"
+)
+FILES = {
+    "src/calc.py": BUG,
+    "tests/test_calc.py": TESTS,
+    "pytest.ini": "[pytest]\n",
+    "scripts/test.sh": SCRIPT,
+    "run_tests.py": RUNNER,
+    "Makefile": f"test:\n\tenv -u PYTEST_ADDOPTS PYTHONPATH=src python -m pytest {OPTIONS} --junitxml=$(JUNIT)\n",
+}
+
+COMMANDS = {
+    "inline-pythonpath": f"PYTHONPATH=src python -m pytest {OPTIONS} --junitxml={{junit}}",
+    "inline-addopts": f"PYTEST_ADDOPTS='{OPTIONS}' PYTHONPATH=src python -m pytest --junitxml={{junit}}",
+    "env-unset": f"env -u PYTEST_ADDOPTS -u PYTHONPATH PYTHONPATH=src python -m pytest {OPTIONS} --junitxml={{junit}}",
+    "env-clear": f'env -i PATH="$PATH" PYTHONPATH=src python -m pytest {OPTIONS} --junitxml={{junit}}',
+    "cd-first": f"cd tests && PYTHONPATH=../src python -m pytest {OPTIONS} --junitxml={{junit}}",
+    "pytest": f"PYTHONPATH=src pytest {OPTIONS} --junitxml={{junit}}",
+    "py.test": f"PYTHONPATH=src py.test {OPTIONS} --junitxml={{junit}}",
+    "shell-script": "sh scripts/test.sh {junit}",
+    "python-script": "PYTHONPATH= python run_tests.py {junit}",
+    "make-target": "make -s test JUNIT={junit}",
+}
+SANDBOXES = ["isolated", "local"]
+F2P = "tests/test_calc.py::test_divide_by_zero"
+P2P = "tests/test_calc.py::test_add"
+
+
+@pytest.fixture
+def grade_with(tmp_path: Path, sandbox: str) -> Callable[[str, str], GradeResult]:
+    def run(command: str, source: str) -> GradeResult:
+        repo = tmp_path / "repo"
+        for name, text in FILES.items():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (repo / name).write_text(text)
+        task = TaskSpec.model_validate(
+            {
+                "task_id": "harness-join",
+                "type": "bugfix",
+                "repo": str(repo),
+                "tests": {"command": command, "fail_to_pass": [F2P], "pass_to_pass": [P2P], "timeout": 120},
+                "grading": {"weights": {"tests": 1.0}},
+            }
+        )
+        return grade(task, patch=diff(BUG, source) if source != BUG else "", sandbox=sandbox)
+
+    return run
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_harness_joins_whatever_the_command_does_to_its_environment(
+    name: str, grade_with: Callable[[str, str], GradeResult]
+) -> None:
+    fixed = grade_with(COMMANDS[name], FIX)
+    assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.messages
+    assert fixed.component("tests").details["canaries"] == "checked"
+    assert not any("could not join" in m for m in fixed.messages)
+    missed = grade_with(COMMANDS[name], BUG)
+    assert (missed.status, missed.passed) == ("graded", False), missed.messages
+    assert "fail-to-pass-failing" in missed.reason_codes and "junit-tampered" not in missed.reason_codes
+    assert missed.component("tests").details["canaries"] == "checked"
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(grade_with: Callable[[str, str], GradeResult]) -> None:
+    # The grader's own interpreter, from outside the sandbox's environment, with the harness's variables gone.
+    command = f"env -u PYTEST_ADDOPTS PYTHONPATH=src {sys.executable} -m pytest {OPTIONS} --junitxml={{junit}}"
+    fixed = grade_with(command, FIX)
+    assert (fixed.status, fixed.passed) == ("graded", True), fixed.messages
+    tests = fixed.component("tests")
+    assert tests.details["canaries"] == "unsupported"
+    joined = [m for m in tests.messages if "pytest ran but gradeflow's harness could not join it" in m]
+    assert len(joined) == 1, tests.messages
