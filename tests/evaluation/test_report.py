@@ -37,6 +37,16 @@ GROUP_KEYS = {
     "pass_at_k",
     "decisions",
     "top_reasons",
+    "tasks",
+    "clusters",
+    "cluster_by",
+    "mean_score_se",
+    "mean_score_ci",
+    "pass_rate_se",
+    "pass_rate_interval",
+    "mde",
+    "pass_hat_k",
+    "weak_tasks",
 }
 
 
@@ -108,22 +118,71 @@ def test_pass_at_k_stops_at_the_fewest_runs_of_any_task() -> None:
     assert stats.pass_at_k["1"] == pytest.approx((1 / 3 + 1 / 2) / 2, abs=1e-6)
 
 
-def test_paired_bootstrap_separates_signal_from_noise_reproducibly() -> None:
-    strong = [r for t in ("t1", "t2", "t3", "t4") for r in _runs("a", t, [1.0, 1.0, 0.9])]
-    weak = [r for t in ("t1", "t2", "t3", "t4") for r in _runs("b", t, [0.1, 0.0, 0.2])]
-    coin = {"t1": [1.0, 0.0, 1.0], "t2": [0.0, 1.0, 0.0], "t3": [1.0, 1.0, 0.0], "t4": [0.0, 0.0, 1.0]}
-    flip = {"t1": [0.0, 1.0, 1.0], "t2": [1.0, 0.0, 0.0], "t3": [0.0, 1.0, 1.0], "t4": [1.0, 0.0, 1.0]}
-    noisy = [r for t, scores in coin.items() for r in _runs("c", t, scores)]
-    other = [r for t, scores in flip.items() for r in _runs("d", t, scores)]
+def test_paired_comparison_separates_signal_from_noise_reproducibly() -> None:
+    tasks = [f"t{i}" for i in range(12)]
+    strong = [r for i, t in enumerate(tasks) for r in _runs("a", t, [1.0, 0.9 + 0.01 * i, 0.9])]
+    weak = [r for t in tasks for r in _runs("b", t, [0.1, 0.0, 0.2])]
+    noisy = [r for i, t in enumerate(tasks) for r in _runs("c", t, [float(i % 2), float(i % 3 == 0)])]
+    other = [r for i, t in enumerate(tasks) for r in _runs("d", t, [float(i % 3 == 1), float(i % 2 == 0)])]
     clear = compare(({"model_id": "a"}, strong), ({"model_id": "b"}, weak), seed=1)
-    assert clear.significant and clear.tasks == 4 and clear.mean_difference == pytest.approx(0.866667, abs=1e-6)
-    assert "larger than the noise" in clear.verdict
+    assert clear.significant and (clear.tasks, clear.runs, clear.clusters) == (12, 72, 12)
+    assert clear.p_value is not None and clear.p_value < 1e-6 and clear.bootstrap_ci is not None
+    assert "larger than the noise" in clear.verdict and "12 task clusters" in clear.verdict
     close = compare(({"model_id": "d"}, other), ({"model_id": "c"}, noisy), seed=1)
     assert not close.significant and "within the noise" in close.verdict
-    assert close.ci is not None and close.ci[0] < 0 < close.ci[1]
+    assert close.ci is not None and close.ci[0] < 0 < close.ci[1] and close.mde is not None
     assert compare(({"model_id": "d"}, other), ({"model_id": "c"}, noisy), seed=1) == close
     apart = compare(({"model_id": "a"}, _runs("a", "t1", [1.0])), ({"model_id": "b"}, _runs("b", "t2", [0.0])))
     assert apart.tasks == 0 and apart.ci is None and not apart.significant
+
+
+def test_one_paired_task_is_too_few_to_tell_never_larger_than_the_noise() -> None:
+    # The old two-level bootstrap called this "larger than the noise": it only resampled runs.
+    report = build_report(_runs("m-a", "t1", [1.0] * 10) + _runs("m-b", "t1", [0.0] * 10), ["model_id"])
+    (found,) = report.comparisons
+    assert "too few paired tasks to tell (1)" in found.verdict and "larger than the noise" not in found.verdict
+    assert (found.significant, found.ci, found.p_value, found.bootstrap_ci) == (False, None, None, None)
+
+
+def test_default_comparisons_put_the_best_against_each_other_with_holms_correction() -> None:
+    noise = [0.1, -0.05, 0.08, -0.12, 0.02, 0.15, -0.1, 0.05, -0.02, 0.06]
+    records = [
+        r
+        for i in range(10)
+        for model, score in (("m-a", 0.7), ("m-b", 0.55 + noise[i]), ("m-c", 0.64 + noise[(i + 3) % 10]))
+        for r in _runs(model, f"t{i}", [score, score])
+    ]
+    report = build_report(records, ["model_id"])
+    assert [(c.a["model_id"], c.b["model_id"]) for c in report.comparisons] == [("m-a", "m-c"), ("m-a", "m-b")]
+    near, far = (c.p_value or 0.0 for c in report.comparisons)
+    assert far < 0.05 < near  # m-b is far behind, m-c close behind
+    assert [c.p_holm for c in report.comparisons] == pytest.approx([max(2 * far, near), 2 * far], abs=1e-6)
+    assert [c.significant for c in report.comparisons] == [False, True]
+    assert all("Holm-adjusted over 2" in c.verdict for c in report.comparisons)
+
+
+def test_groups_state_their_units_and_cluster_by_repository() -> None:
+    records = [
+        r.model_copy(update={"labels": {"repository": f"repo{int(t[1:]) % 3}"}})
+        for t in [f"t{i}" for i in range(6)]
+        for r in _runs("m", t, [1.0, 0.0] if t in ("t0", "t1") else [1.0, 1.0])
+    ]
+    stats = summarize({"model_id": "m"}, records)
+    assert (stats.graded, stats.tasks, stats.clusters, stats.cluster_by) == (12, 6, 3, "repository")
+    assert stats.pass_rate_interval == "clustered" and stats.mean_score_se is not None and stats.mde is not None
+    assert stats.pass_hat_k == {"1": pytest.approx(10 / 12, abs=1e-6), "2": pytest.approx(4 / 6, abs=1e-6)}
+    by_task = summarize({}, [r for t in ("t1", "t2", "t3") for r in _runs("m", t, [1.0 if t != "t1" else 0.0])])
+    assert by_task.pass_rate_interval == "wilson" and by_task.cluster_by == "task"
+    assert by_task.pass_rate_ci == pytest.approx([0.2077, 0.9385], abs=1e-4)  # Wilson, 2 of 3
+
+
+def test_results_on_weak_tasks_are_flagged() -> None:
+    records = _runs("m", "t1", [1.0]) + [
+        r.model_copy(update={"task_spec_hash": "weakhash"}) for r in _runs("m", "t2", [1.0])
+    ]
+    report = build_report(records, ["model_id"], strengths={"weakhash": 0.5, "h": 0.95})
+    assert report.groups[0].weak_tasks == ["t2"]
+    assert [s.weak_tasks for s in report.by_task] == [[], ["t2"]]
 
 
 def test_report_groups_tasks_and_default_comparison_of_the_top_two() -> None:
@@ -139,10 +198,12 @@ def test_report_groups_tasks_and_default_comparison_of_the_top_two() -> None:
         {"model_id": "m-a", "task_id": "t1"},
         {"model_id": "m-a", "task_id": "t2"},
     ]
-    assert report.comparison is not None
-    assert (report.comparison.a, report.comparison.b) == ({"model_id": "m-a"}, {"model_id": "m-b"})
-    chosen = build_report(records, ["model_id"], pair=("m-c", "m-a")).comparison
-    assert chosen is not None and chosen.a == {"model_id": "m-c"}
+    assert [(c.a, c.b) for c in report.comparisons] == [
+        ({"model_id": "m-a"}, {"model_id": "m-b"}),
+        ({"model_id": "m-a"}, {"model_id": "m-c"}),
+    ]
+    (chosen,) = build_report(records, ["model_id"], pair=("m-c", "m-a")).comparisons
+    assert chosen.a == {"model_id": "m-c"}
     with pytest.raises(SpecError, match="--compare: no group 'zz'"):
         build_report(records, ["model_id"], pair=("zz", "m-a"))
     with pytest.raises(SpecError, match="--by: unknown field 'colour'"):
@@ -170,7 +231,7 @@ def test_report_json_keys_are_exactly_the_documented_ones(tmp_path: Path, capsys
     assert group["key"] == {"model_id": "m-b"} and (group["n"], group["graded"], group["inconclusive"]) == (3, 2, 1)
     assert group["top_reasons"] == [["fail-to-pass-failing", 3]] and group["pass_at_k"] == {"1": 0.0, "2": 0.0}
     assert group["inconclusive_rate"] == pytest.approx(1 / 3, abs=1e-6) and group["strict_pass_rate"] == 0.0
-    assert payload["comparison"]["a"] == {"model_id": "m-a"}
+    assert payload["comparisons"][0]["a"] == {"model_id": "m-a"}
     assert main(["report", "--ledger", url, "--by", "nothing"]) == 2
 
 
@@ -181,14 +242,18 @@ def test_the_text_report_shows_inconclusive_and_strict_rates(
     # as failures stand beside the pass rate over graded runs.
     url = _ledger_with_records(tmp_path)
     assert main(["report", "--ledger", url, "--by", "model_id"]) == 0
-    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("  m-b:"))
-    assert "inconclusive=1 (0.33)" in line and "strict pass=0.00 [" in line
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("  m-b:"))
+    # One task: no between-task spread, so no interval is claimed for either rate.
+    assert "inconclusive=1 (0.33)" in line and "pass=0.00 strict pass=0.00 reasons" in line
+    assert "    1 tasks, 3 runs, 1 task clusters; mean SE=– (clustered)" in out
+    assert "too few paired tasks to tell (1)" in out
 
 
 def test_html_page_is_self_contained(tmp_path: Path) -> None:
     records = _runs("m-a", "t1", [1.0, 0.5], ("x-<y>",)) + _runs("m-b", "t1", [0.0, None], ("z",))
     page = render_html(build_report(records, ["model_id"]), records)
-    assert page.count('<svg class="plot"') == 3 and "x-&lt;y&gt;" in page
+    assert page.count('<svg class="plot"') == 5 and "x-&lt;y&gt;" in page
     for forbidden in ("<script", "src=", "href=", "@import", "url("):
         assert forbidden not in page
 
@@ -205,6 +270,10 @@ def _chromium() -> str:
 def test_html_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> None:
     browser = _chromium()
     url = _ledger_with_records(tmp_path)
+    ledger = Ledger(url)
+    for r in _runs("m-a", "t2", [1.0, 0.0]) + _runs("m-b", "t2", [0.5, 0.0]):
+        ledger.add(r)
+    ledger.close()
     page = tmp_path / "report.html"
     assert main(["report", "--ledger", url, "--by", "model_id", "--html", str(page)]) == 0
     flags = [
@@ -228,8 +297,10 @@ def test_html_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> N
         timeout=120,
         check=True,
     )
-    for plot in ("score-distribution", "pass-rate", "reason-codes"):
+    for plot in ("forest", "heat-map", "score-distribution", "pass-rate", "reason-codes"):
         assert f'data-plot="{plot}"' in dom
-    assert dom.count('class="score"') == 5  # the five graded scores, one dot each
+    assert dom.count('class="estimate"') == 2 and dom.count('class="interval"') == 2  # one per configuration
+    assert dom.count('class="cell"') == 4  # two tasks × two configurations
+    assert dom.count('class="score"') == 9  # the nine graded scores, one dot each
     assert dom.count('class="bar"') == 4  # two reason codes × two configurations
     assert shot.stat().st_size > 10_000

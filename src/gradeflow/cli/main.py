@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from gradeflow.cli.checkout import add_checkout_command, run_checkout
+from gradeflow.cli.plan import PLAN_COMMANDS, add_plan_command, run_plan_command
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
@@ -21,6 +22,7 @@ from gradeflow.config import gradeflow_version
 from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
+from gradeflow.models.spec import SANDBOX_KINDS
 
 __all__ = ["main"]
 
@@ -40,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--json", action="store_true", help="print the result JSON only")
     grade.add_argument("--out", help="also write the result JSON to this file")
     for p in (grade, validate := sub.add_parser("validate", help="check a task spec against its base")):
-        p.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
+        p.add_argument("--sandbox", choices=SANDBOX_KINDS, help="override environment.sandbox (default isolated)")
         p.add_argument("--profile", help="a shipped profile name or a profile YAML file")
         p.add_argument("--ephemeral", action="store_true", help=EPHEMERAL_HELP)
     validate.add_argument("task", help="path to task.yaml")
@@ -60,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     add_server_commands(sub)
     add_checkout_command(sub)
     add_task_commands(sub)
+    add_plan_command(sub)
     return parser
 
 
@@ -110,6 +113,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_checkout(args)
     if args.command in TASK_COMMANDS:
         return run_task_command(args)
+    if args.command in PLAN_COMMANDS:
+        return run_plan_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)

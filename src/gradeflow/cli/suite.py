@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING
 from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.suite import Suite
+from gradeflow.models.spec import SANDBOX_KINDS
 
 if TYPE_CHECKING:
     from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
+    from gradeflow.evaluation.report import GroupStats
     from gradeflow.flows.evaluate import Evaluation
 
 __all__ = ["SUITE_COMMANDS", "add_suite_commands", "run_suite_command"]
@@ -39,7 +41,7 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--dask-address", help="grade on the workers of this Dask scheduler (tcp://host:8786) instead of threads"
     )
     evaluate.add_argument("--profile", help="a shipped profile name or a profile YAML file")
-    evaluate.add_argument("--sandbox", choices=["local", "docker"], help="override environment.sandbox")
+    evaluate.add_argument("--sandbox", choices=SANDBOX_KINDS, help="override environment.sandbox (default isolated)")
     evaluate.add_argument("--swebench-report", help="also write a SWE-bench-style summary JSON here")
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     evaluate.add_argument("--json", action="store_true", help="print the run's counts as JSON")
@@ -55,7 +57,7 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         "--compare",
         nargs=2,
         metavar=("A", "B"),
-        help="two configurations to compare, as their values joined by '/' (default: top two)",
+        help="two configurations to compare, as their values joined by '/' (default: the best against each other)",
     )
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -145,12 +147,14 @@ def _report(args: argparse.Namespace) -> int:
     try:
         records = ledger.records()
         reviews = ledger.reviews() if args.reviews or args.html else []
+        strengths = {digest: found.kill_rate for digest, found in ledger.strengths().items()}
     finally:
         ledger.close()
     by = [name.strip() for name in args.by.split(",") if name.strip()]
     if args.reviews and not args.html:
         return _review_report(args, records, reviews, by)
-    report = build_report(records, by, pair=tuple(args.compare) if args.compare else None, seed=args.seed)
+    pair = tuple(args.compare) if args.compare else None
+    report = build_report(records, by, pair=pair, seed=args.seed, strengths=strengths)
     if args.html:
         _write(Path(args.html), render_html(report, records, reviews))
     if args.reviews:
@@ -170,9 +174,23 @@ def _report(args: argparse.Namespace) -> int:
             f"({_share(stats.inconclusive_rate)}) mean={mean} pass={rate}{ci} "
             f"strict pass={_share(stats.strict_pass_rate)}{_interval(stats.strict_pass_rate_ci)} reasons: {reasons}"
         )
-    if report.comparison:
-        print(report.comparison.verdict)
+        print(f"    {_units(stats)}")
+    for comparison in report.comparisons:
+        print(comparison.verdict)
     return 0
+
+
+def _units(stats: GroupStats) -> str:
+    """The units behind a group's figures, its clustered SE, detectable difference, pass^k and weak tasks."""
+    se = "–" if stats.mean_score_se is None else f"{stats.mean_score_se:.3f}"
+    mde = "–" if stats.mde is None else f"{stats.mde:.3f}"
+    hat = ", ".join(f"^{k} {v:.2f}" for k, v in stats.pass_hat_k.items()) or "–"
+    weak = f"; weak tasks: {', '.join(stats.weak_tasks)}" if stats.weak_tasks else ""
+    return (
+        f"{stats.tasks} tasks, {stats.graded} runs, {stats.clusters} {stats.cluster_by} clusters; "
+        f"mean SE={se} (clustered); pass interval {stats.pass_rate_interval or '–'}; "
+        f"detectable difference at 80% power={mde}; pass^k {hat}{weak}"
+    )
 
 
 def _review_report(

@@ -45,7 +45,15 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from gradeflow.errors import InfraError, SpecError
 from gradeflow.models import Decision, Status
 
-__all__ = ["DEFAULT_LEDGER", "GradeRecord", "Ledger", "ReviewDecision", "ReviewRecord", "ledger_url"]
+__all__ = [
+    "DEFAULT_LEDGER",
+    "GradeRecord",
+    "Ledger",
+    "ReviewDecision",
+    "ReviewRecord",
+    "StrengthRecord",
+    "ledger_url",
+]
 
 DEFAULT_LEDGER = Path(".gradeflow") / "ledger.db"
 
@@ -186,6 +194,36 @@ class _ReviewRow(_Base):
 _REVIEW_COLUMNS = [c.name for c in _ReviewRow.__table__.columns if c.name != "id"]
 
 
+class StrengthRecord(BaseModel):
+    """A task's strength (``gradeflow task strength``), kept under the task spec's digest."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    task_spec_hash: str
+    """:meth:`TaskSpec.spec_hash`: the grades a report flags carry the same one."""
+    mutants: int
+    """Wrong patches graded (mutants of the reference plus the do-nothing and revert patches)."""
+    killed: int
+    kill_rate: float
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class _StrengthRow(_Base):
+    __tablename__ = "gradeflow_task_strength"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    task_id: Mapped[str] = mapped_column(String(128))
+    task_spec_hash: Mapped[str] = mapped_column(String(64), index=True)
+    mutants: Mapped[int] = mapped_column(Integer)
+    killed: Mapped[int] = mapped_column(Integer)
+    kill_rate: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+_STRENGTH_COLUMNS = [c.name for c in _StrengthRow.__table__.columns if c.name != "id"]
+
+
 def ledger_url(explicit: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: ``explicit``, ``$GRADEFLOW_DATABASE_URL``, or the default SQLite file."""
     value = explicit or os.environ.get("GRADEFLOW_DATABASE_URL") or str(DEFAULT_LEDGER)
@@ -300,6 +338,18 @@ class Ledger:
         with self._engine.connect() as connection:
             rows = connection.execute(select(_ReviewRow.__table__).order_by(_ReviewRow.id)).mappings()
             return [ReviewRecord.model_validate(_row_values(row, _REVIEW_COLUMNS)) for row in rows]
+
+    def add_strength(self, strength: StrengthRecord) -> None:
+        """Record a strength run; the latest one per task spec digest is the one :meth:`strengths` reads."""
+        with self._engine.begin() as connection:
+            connection.execute(insert(cast(Table, _StrengthRow.__table__)).values(strength.model_dump(mode="python")))
+
+    def strengths(self) -> dict[str, StrengthRecord]:
+        """The latest strength per task spec digest."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(_StrengthRow.__table__).order_by(_StrengthRow.id)).mappings()
+            found = [StrengthRecord.model_validate(_row_values(row, _STRENGTH_COLUMNS)) for row in rows]
+        return {s.task_spec_hash: s for s in found}
 
     def close(self) -> None:
         """Release the connection pool."""

@@ -1,4 +1,4 @@
-"""Reports over ledger records: distributions per configuration and per task, and a paired comparison.
+"""Reports over ledger records: distributions per configuration and per task, and paired comparisons.
 
 Conventions a caller may rely on:
 
@@ -6,27 +6,45 @@ Conventions a caller may rely on:
   kept out of every other denominator and statistic, except ``strict_pass_rate``: passes / n, an
   inconclusive grade counted as a failure. A configuration whose grades turn inconclusive where it
   would fail shows a pass rate well above its strict pass rate and a high inconclusive rate.
-- ``std_score`` is the sample standard deviation (``None`` below two graded runs); ``pass_rate_ci`` is
-  the Wilson 95% interval; ``pass_at_k`` is the unbiased estimator 1 − C(n−c, k)/C(n, k) per task,
-  averaged over the group's tasks, for k = 1 … the fewest graded runs any of its tasks has.
-- The comparison resamples tasks, then runs within each task (a paired, two-level bootstrap) with a
-  fixed seed, so the same ledger gives the same report.
+- Standard errors are clustered (CR1, :mod:`gradeflow.evaluation.statistics`): by task, or by
+  repository when every record carries ``labels.repository``; ``tasks``, ``graded`` (runs) and
+  ``clusters`` say how many units stand behind each figure. ``pass_rate_ci`` is Wilson's interval when
+  each cluster has one run (``pass_rate_interval`` = ``wilson``), else mean ± 1.96 clustered SE clipped
+  to [0, 1] (``clustered``); ``mean_score_ci`` is always the clustered one.
+- ``mde`` is the smallest difference in mean score from an equally noisy configuration on other runs of
+  the same size that a test at α = 0.05 finds with 80% power: 2.80 · √2 · ``mean_score_se``.
+- ``std_score`` is the sample standard deviation (``None`` below two graded runs); ``pass_at_k`` is the
+  unbiased estimator 1 − C(n−c, k)/C(n, k) per task and ``pass_hat_k`` (all k runs pass) C(c, k)/C(n, k),
+  each averaged over the group's tasks, for k = 1 … the fewest graded runs any of its tasks has.
+- ``weak_tasks``: the group's tasks whose task spec digest has a recorded strength (``gradeflow task
+  strength``) below the report's threshold; a result on such a task says less than its score.
+- Comparisons follow :mod:`gradeflow.evaluation.comparison`: paired by task, clustered, Holm-corrected.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.comparison import Comparison, Group, compare, compare_family, repositories
 from gradeflow.evaluation.ledger import GradeRecord
+from gradeflow.evaluation.statistics import (
+    Z95,
+    clustered_mean,
+    minimum_detectable,
+    pass_at_k,
+    pass_hat_k,
+    wilson_interval,
+)
 
 __all__ = [
+    "WEAK_BELOW",
     "Comparison",
     "GroupStats",
     "Report",
@@ -34,11 +52,13 @@ __all__ = [
     "compare",
     "group_records",
     "pass_at_k",
+    "pass_hat_k",
     "summarize",
     "wilson_interval",
 ]
 
-Z95 = 1.959963984540054
+WEAK_BELOW = 0.8
+"""A task whose recorded strength (mutant kill rate) is below this is flagged weak."""
 GROUP_FIELDS = ("model_id", "prompt_revision", "profile", "task_id", "grader_revision", "run_id")
 """Record fields a report may group by; ``labels.NAME`` groups by a label."""
 
@@ -49,70 +69,50 @@ class GroupStats(BaseModel):
     key: dict[str, str]
     n: int
     graded: int
+    """Graded runs: the runs behind every figure but the counts and the strict rate."""
+    tasks: int
+    """Tasks with a graded run."""
+    clusters: int
+    """Independent units behind the standard errors (tasks, or repositories)."""
+    cluster_by: Literal["task", "repository"]
     inconclusive: int
     mean_score: float | None
+    mean_score_se: float | None
+    """Clustered standard error of ``mean_score`` (``None`` below two clusters)."""
+    mean_score_ci: list[float] | None
     median_score: float | None
     std_score: float | None
     min_score: float | None
     max_score: float | None
     pass_rate: float | None
     """Passes among graded runs (``None`` when none was graded)."""
+    pass_rate_se: float | None
     pass_rate_ci: list[float] | None
+    pass_rate_interval: Literal["wilson", "clustered"] | None
     inconclusive_rate: float | None
     """Inconclusive grades among all runs (``None`` for an empty group)."""
     strict_pass_rate: float | None
     """Passes among all runs: an inconclusive grade counts as a failure (``None`` for an empty group)."""
     strict_pass_rate_ci: list[float] | None
+    mde: float | None
+    """Minimum detectable difference in mean score at 80% power (see the module docstring)."""
     pass_at_k: dict[str, float]
+    pass_hat_k: dict[str, float]
+    """pass^k: the chance that all of k runs of a task pass, averaged over tasks."""
     decisions: dict[str, int]
     top_reasons: list[tuple[str, int]]
-
-
-class Comparison(BaseModel):
-    """Whether configuration ``a`` scores differently from ``b`` by more than the noise."""
-
-    a: dict[str, str]
-    b: dict[str, str]
-    tasks: int
-    """Tasks both configurations have graded runs of (the pairs)."""
-    mean_difference: float | None
-    """Mean over tasks of (mean score of ``a`` − mean score of ``b``)."""
-    ci: list[float] | None
-    """Bootstrap 95% interval of ``mean_difference``."""
-    significant: bool
-    """The interval excludes zero."""
-    verdict: str
-    seed: int
-    resamples: int
+    weak_tasks: list[str] = Field(default_factory=list)
 
 
 class Report(BaseModel):
-    """``groups`` per configuration, ``by_task`` per configuration and task, and one ``comparison``."""
+    """``groups`` per configuration, ``by_task`` per configuration and task, and the ``comparisons``."""
 
     by: list[str]
     groups: list[GroupStats] = Field(default_factory=list)
     by_task: list[GroupStats] = Field(default_factory=list)
-    comparison: Comparison | None = None
-
-
-def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
-    """The Wilson score interval of a binomial proportion; ``None`` when ``n`` is 0."""
-    if n == 0:
-        return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from ``n`` samples with ``c`` passing: 1 − C(n−c, k)/C(n, k)."""
-    if not 0 < k <= n or not 0 <= c <= n:
-        raise ValueError(f"pass@k needs 0 < k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.prod(1 - k / i for i in range(n - c + 1, n + 1))
+    comparisons: list[Comparison] = Field(default_factory=list)
+    """The chosen pair, or the best configuration against each other one (Holm-corrected together)."""
+    weak_below: float = WEAK_BELOW
 
 
 def _field(record: GradeRecord, name: str) -> str:
@@ -141,37 +141,90 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def summarize(key: dict[str, str], records: Sequence[GradeRecord], top: int = 5) -> GroupStats:
-    """The statistics of one group (see the module docstring for the conventions)."""
+def _pair_rounded(bounds: tuple[float, float] | None) -> list[float] | None:
+    return [round(bounds[0], 6), round(bounds[1], 6)] if bounds else None
+
+
+def _clusters(records: Sequence[GradeRecord]) -> tuple[list[str], Literal["task", "repository"]]:
+    repos = repositories(records)
+    if repos is None:
+        return [r.task_id for r in records], "task"
+    return [repos[r.task_id] for r in records], "repository"
+
+
+Interval = Literal["wilson", "clustered"]
+
+
+def _rate(records: Sequence[GradeRecord]) -> tuple[float | None, list[float] | None, Interval | None]:
+    """SE, interval and its kind of the pass rate of ``records`` (graded or all, failures counted)."""
+    if not records:
+        return None, None, None
+    names, _ = _clusters(records)
+    found = clustered_mean([float(r.passed) for r in records], names)
+    if found.clusters == len(records):
+        wilson = wilson_interval(sum(r.passed for r in records), len(records))
+        return _rounded(found.se), _pair_rounded(wilson), "wilson"
+    if found.se is None:
+        return None, None, "clustered"
+    interval = max(0.0, found.mean - Z95 * found.se), min(1.0, found.mean + Z95 * found.se)
+    return _rounded(found.se), _pair_rounded(interval), "clustered"
+
+
+def _score_estimate(graded: Sequence[GradeRecord]) -> tuple[float | None, list[float] | None, int]:
+    if not graded:
+        return None, None, 0
+    names, _ = _clusters(graded)
+    found = clustered_mean([r.score or 0.0 for r in graded], names)
+    if found.se is None:
+        return None, None, found.clusters
+    return _rounded(found.se), _pair_rounded((found.mean - Z95 * found.se, found.mean + Z95 * found.se)), found.clusters
+
+
+def summarize(
+    key: dict[str, str], records: Sequence[GradeRecord], top: int = 5, weak: Mapping[str, float] | None = None
+) -> GroupStats:
+    """The statistics of one group (see the module docstring); ``weak``: weak task spec digests → strength."""
     graded = [r for r in records if r.status == "graded" and r.score is not None]
     scores = [r.score for r in graded if r.score is not None]
     passes = sum(r.passed for r in graded)
-    interval = wilson_interval(passes, len(graded))
-    strict = wilson_interval(passes, len(records))
+    score_se, score_ci, clusters = _score_estimate(graded)
+    rate_se, rate_ci, rate_kind = _rate(graded)
+    _, strict_ci, _ = _rate(records)
     inconclusive = len(records) - len(graded)
     reasons = Counter(code for r in records for code in dict.fromkeys(r.reason_codes))
+    mde = minimum_detectable(score_se)
     return GroupStats(
         key=key,
         n=len(records),
         graded=len(graded),
+        tasks=len({r.task_id for r in graded}),
+        clusters=clusters,
+        cluster_by=_clusters(graded)[1],
         inconclusive=inconclusive,
         mean_score=_rounded(statistics.fmean(scores)) if scores else None,
+        mean_score_se=score_se,
+        mean_score_ci=score_ci,
         median_score=_rounded(statistics.median(scores)) if scores else None,
         std_score=_rounded(statistics.stdev(scores)) if len(scores) > 1 else None,
         min_score=min(scores, default=None),
         max_score=max(scores, default=None),
         pass_rate=_rounded(passes / len(graded)) if graded else None,
-        pass_rate_ci=[round(interval[0], 6), round(interval[1], 6)] if interval else None,
+        pass_rate_se=rate_se,
+        pass_rate_ci=rate_ci,
+        pass_rate_interval=rate_kind,
         inconclusive_rate=_rounded(inconclusive / len(records)) if records else None,
         strict_pass_rate=_rounded(passes / len(records)) if records else None,
-        strict_pass_rate_ci=[round(strict[0], 6), round(strict[1], 6)] if strict else None,
-        pass_at_k=_pass_at_k(graded),
+        strict_pass_rate_ci=strict_ci,
+        mde=_rounded(mde * math.sqrt(2)) if mde is not None else None,
+        pass_at_k=_per_task_k(graded, pass_at_k),
+        pass_hat_k=_per_task_k(graded, pass_hat_k),
         decisions=dict(sorted(Counter(r.decision for r in records).items())),
         top_reasons=sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:top],
+        weak_tasks=sorted({r.task_id for r in records if weak and r.task_spec_hash in weak}),
     )
 
 
-def _pass_at_k(graded: Sequence[GradeRecord]) -> dict[str, float]:
+def _per_task_k(graded: Sequence[GradeRecord], estimator: Callable[[int, int, int], float]) -> dict[str, float]:
     per_task: dict[str, list[bool]] = defaultdict(list)
     for record in graded:
         per_task[record.task_id].append(record.passed)
@@ -179,72 +232,9 @@ def _pass_at_k(graded: Sequence[GradeRecord]) -> dict[str, float]:
         return {}
     k_max = min(len(runs) for runs in per_task.values())
     return {
-        str(k): round(statistics.fmean(pass_at_k(len(runs), sum(runs), k) for runs in per_task.values()), 6)
+        str(k): round(statistics.fmean(estimator(len(runs), sum(runs), k) for runs in per_task.values()), 6)
         for k in range(1, k_max + 1)
     }
-
-
-def _scores_by_task(records: Sequence[GradeRecord]) -> dict[str, list[float]]:
-    scores: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        if record.status == "graded" and record.score is not None:
-            scores[record.task_id].append(record.score)
-    return scores
-
-
-def compare(
-    a: tuple[dict[str, str], Sequence[GradeRecord]],
-    b: tuple[dict[str, str], Sequence[GradeRecord]],
-    *,
-    seed: int = 0,
-    resamples: int = 2000,
-) -> Comparison:
-    """Paired-by-task bootstrap of the difference in mean score between configurations ``a`` and ``b``."""
-    scores_a, scores_b = _scores_by_task(a[1]), _scores_by_task(b[1])
-    tasks = sorted(set(scores_a) & set(scores_b))
-    names = " / ".join(a[0].values()), " / ".join(b[0].values())
-    base = Comparison(
-        a=a[0],
-        b=b[0],
-        tasks=len(tasks),
-        mean_difference=None,
-        ci=None,
-        significant=False,
-        verdict=f"{names[0]} and {names[1]} share no graded task",
-        seed=seed,
-        resamples=resamples,
-    )
-    if not tasks:
-        return base
-    observed = statistics.fmean(statistics.fmean(scores_a[t]) - statistics.fmean(scores_b[t]) for t in tasks)
-    rng = random.Random(seed)
-    samples = sorted(_resample(rng, tasks, scores_a, scores_b) for _ in range(resamples))
-    low, high = samples[int(0.025 * resamples)], samples[min(resamples - 1, int(0.975 * resamples))]
-    significant = low > 0 or high < 0
-    update = {
-        "mean_difference": round(observed, 6),
-        "ci": [round(low, 6), round(high, 6)],
-        "significant": significant,
-        "verdict": _verdict(names, observed, (low, high), len(tasks)),
-    }
-    return base.model_copy(update=update)
-
-
-def _verdict(names: tuple[str, str], observed: float, interval: tuple[float, float], tasks: int) -> str:
-    ahead, behind = names if observed >= 0 else names[::-1]
-    noise = "larger than the noise" if interval[0] > 0 or interval[1] < 0 else "within the noise"
-    return (
-        f"{ahead} scores {abs(observed):.3f} above {behind} on {tasks} paired tasks: {noise} "
-        f"(95% CI {interval[0]:+.3f} to {interval[1]:+.3f})"
-    )
-
-
-def _resample(rng: random.Random, tasks: list[str], a: dict[str, list[float]], b: dict[str, list[float]]) -> float:
-    total = 0.0
-    for task in rng.choices(tasks, k=len(tasks)):
-        total += statistics.fmean(rng.choices(a[task], k=len(a[task])))
-        total -= statistics.fmean(rng.choices(b[task], k=len(b[task])))
-    return total / len(tasks)
 
 
 def build_report(
@@ -253,27 +243,34 @@ def build_report(
     *,
     pair: tuple[str, str] | None = None,
     seed: int = 0,
+    strengths: Mapping[str, float] | None = None,
+    weak_below: float = WEAK_BELOW,
 ) -> Report:
-    """Groups, per-task groups and a comparison: of ``pair`` (labels ``v1/v2`` of two groups) or the top two."""
+    """Groups, per-task groups and comparisons: of ``pair`` (labels ``v1/v2`` of two groups), else the best
+    group against each other one. ``strengths``: task spec digest → recorded kill rate."""
     fields = check_by(by)
+    weak = {digest: kill for digest, kill in (strengths or {}).items() if kill < weak_below}
     grouped = group_records(records, fields)
     per_task = group_records(records, [*fields, "task_id"]) if "task_id" not in fields else []
-    groups = [summarize(key, members) for key, members in grouped]
-    report = Report(by=fields, groups=groups, by_task=[summarize(key, members) for key, members in per_task])
-    chosen = _pair(grouped, groups, pair)
-    if chosen is not None:
-        report.comparison = compare(grouped[chosen[0]], grouped[chosen[1]], seed=seed)
+    groups = [summarize(key, members, weak=weak) for key, members in grouped]
+    report = Report(
+        by=fields,
+        groups=groups,
+        by_task=[summarize(key, members, weak=weak) for key, members in per_task],
+        weak_below=weak_below,
+    )
+    report.comparisons = compare_family(_pairs(grouped, groups, pair), seed=seed)
     return report
 
 
-def _pair(
-    grouped: list[tuple[dict[str, str], list[GradeRecord]]], groups: list[GroupStats], pair: tuple[str, str] | None
-) -> tuple[int, int] | None:
+def _pairs(
+    grouped: Sequence[Group], groups: list[GroupStats], pair: tuple[str, str] | None
+) -> list[tuple[Group, Group]]:
     labels = ["/".join(key.values()) for key, _ in grouped]
     if pair is not None:
         for label in pair:
             if label not in labels:
                 raise SpecError(f"--compare: no group {label!r} (groups: {', '.join(labels) or 'none'})")
-        return labels.index(pair[0]), labels.index(pair[1])
+        return [(grouped[labels.index(pair[0])], grouped[labels.index(pair[1])])]
     ranked = sorted(range(len(groups)), key=lambda i: (-(groups[i].mean_score or -1.0), labels[i]))
-    return (ranked[0], ranked[1]) if len(ranked) >= 2 else None
+    return [(grouped[ranked[0]], grouped[other]) for other in ranked[1:]]

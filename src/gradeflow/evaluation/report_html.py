@@ -1,6 +1,7 @@
 """The report as one self-contained HTML page: inline CSS and inline SVG plots, no script, no network.
 
-Plots (each an ``<svg class="plot" data-plot=NAME>``): ``score-distribution`` (every graded score per
+Plots (each an ``<svg class="plot" data-plot=NAME>``): ``forest`` and ``heat-map`` (see
+:mod:`gradeflow.evaluation.report_svg`), ``score-distribution`` (every graded score per
 configuration, with box, whiskers and mean), ``pass-rate`` (rate and Wilson interval, with the strict
 rate, inconclusive counted as failed, as a hollow ring and the inconclusive rate beside it) and
 ``reason-codes`` (top reason codes, one bar per configuration).
@@ -15,47 +16,23 @@ from html import escape
 
 from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
 from gradeflow.evaluation.report import GroupStats, Report, group_records
+from gradeflow.evaluation.report_svg import COLOURS as _COLOURS
+from gradeflow.evaluation.report_svg import LEFT as _LEFT
+from gradeflow.evaluation.report_svg import ROW as _ROW
+from gradeflow.evaluation.report_svg import WIDTH as _WIDTH
+from gradeflow.evaluation.report_svg import axis as _axis
+from gradeflow.evaluation.report_svg import forest_plot, heat_map
+from gradeflow.evaluation.report_svg import label as _label
+from gradeflow.evaluation.report_svg import svg as _svg
+from gradeflow.evaluation.report_svg import x as _x
 from gradeflow.evaluation.reviews import review_report
 
 __all__ = ["render_html"]
 
-_COLOURS = ["#3366cc", "#dc3912", "#ff9900", "#109618", "#990099", "#0099c6", "#dd4477", "#66aa00"]
-_LEFT, _WIDTH, _ROW = 190, 480, 44
 _CSS = """body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th:first-child,td:first-child{text-align:left}h2{margin-top:1.6em}svg{display:block;margin:1em 0}
 .verdict{padding:.6em 1em;background:#f4f4f8;border-left:4px solid #3366cc}"""
-
-
-def _label(key: dict[str, str]) -> str:
-    return " / ".join(key.values()) or "all"
-
-
-def _x(score: float) -> float:
-    return _LEFT + score * _WIDTH
-
-
-def _axis(height: float, label: str) -> list[str]:
-    parts = [f'<line x1="{_LEFT}" y1="{height - 24}" x2="{_LEFT + _WIDTH}" y2="{height - 24}" stroke="#666"/>']
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        x = _x(tick)
-        parts.append(
-            f'<line x1="{x}" y1="{height - 24}" x2="{x}" y2="{height - 20}" stroke="#666"/>'
-            f'<text x="{x}" y="{height - 8}" font-size="11" text-anchor="middle">{tick:g}</text>'
-        )
-    parts.append(
-        f'<text x="{_LEFT + _WIDTH / 2}" y="{height + 6}" font-size="11" text-anchor="middle">{escape(label)}</text>'
-    )
-    return parts
-
-
-def _svg(name: str, title: str, height: float, body: list[str]) -> str:
-    return (
-        f'<svg class="plot" data-plot="{name}" xmlns="http://www.w3.org/2000/svg" width="{_LEFT + _WIDTH + 140}" '
-        f'height="{height + 12}" role="img" aria-label="{escape(title)}"><title>{escape(title)}</title>'
-        + "".join(body)
-        + "</svg>"
-    )
 
 
 def _distribution_row(index: int, stats: GroupStats, scores: list[float]) -> list[str]:
@@ -172,9 +149,10 @@ def _reason_plot(groups: list[GroupStats], members: list[list[GradeRecord]], top
 
 def _table(rows: Sequence[GroupStats]) -> str:
     head = (
-        "<tr><th>configuration</th><th>n</th><th>graded</th><th>inconclusive</th><th>mean</th><th>median</th>"
-        "<th>std</th><th>min</th><th>max</th><th>pass rate [95% CI]</th><th>inconclusive rate</th>"
-        "<th>strict pass rate [95% CI]</th><th>pass@k</th><th>decisions</th><th>top reasons</th></tr>"
+        "<tr><th>configuration</th><th>n</th><th>graded</th><th>tasks</th><th>clusters</th><th>inconclusive</th>"
+        "<th>mean ± SE</th><th>median</th><th>std</th><th>min</th><th>max</th><th>pass rate [95% CI]</th>"
+        "<th>inconclusive rate</th><th>strict pass rate [95% CI]</th><th>detectable (80%)</th><th>pass@k</th>"
+        "<th>pass^k</th><th>decisions</th><th>top reasons</th></tr>"
     )
 
     def cell(value: float | None) -> str:
@@ -187,11 +165,14 @@ def _table(rows: Sequence[GroupStats]) -> str:
             f" [{s.strict_pass_rate_ci[0]:.2f}, {s.strict_pass_rate_ci[1]:.2f}]" if s.strict_pass_rate_ci else ""
         )
         body.append(
-            f"<tr><td>{escape(_label(s.key))}</td><td>{s.n}</td><td>{s.graded}</td><td>{s.inconclusive}</td>"
-            f"<td>{cell(s.mean_score)}</td><td>{cell(s.median_score)}</td><td>{cell(s.std_score)}</td>"
+            f"<tr><td>{escape(_label(s.key))}{' (weak task)' if s.weak_tasks else ''}</td><td>{s.n}</td>"
+            f"<td>{s.graded}</td><td>{s.tasks}</td><td>{s.clusters} {s.cluster_by}</td><td>{s.inconclusive}</td>"
+            f"<td>{cell(s.mean_score)} ± {cell(s.mean_score_se)}</td><td>{cell(s.median_score)}</td>"
+            f"<td>{cell(s.std_score)}</td>"
             f"<td>{cell(s.min_score)}</td><td>{cell(s.max_score)}</td><td>{cell(s.pass_rate)}{ci}</td>"
-            f"<td>{cell(s.inconclusive_rate)}</td><td>{cell(s.strict_pass_rate)}{strict_ci}</td>"
+            f"<td>{cell(s.inconclusive_rate)}</td><td>{cell(s.strict_pass_rate)}{strict_ci}</td><td>{cell(s.mde)}</td>"
             f"<td>{escape(', '.join(f'@{k} {v:.2f}' for k, v in s.pass_at_k.items()))}</td>"
+            f"<td>{escape(', '.join(f'^{k} {v:.2f}' for k, v in s.pass_hat_k.items()))}</td>"
             f"<td>{escape(', '.join(f'{k} {v}' for k, v in s.decisions.items()))}</td>"
             f"<td>{escape(', '.join(f'{c} ({n})' for c, n in s.top_reasons))}</td></tr>"
         )
@@ -231,10 +212,8 @@ def render_html(report: Report, records: Sequence[GradeRecord], reviews: Sequenc
     """The whole page for ``report`` (built from ``records``, with the ``reviews`` answering them): one
     string, nothing to fetch."""
     members = [group for _, group in group_records(records, report.by)]
-    verdict = (
-        f'<p class="verdict">{escape(report.comparison.verdict)}</p>'
-        if report.comparison
-        else "<p>Fewer than two configurations: nothing to compare.</p>"
+    verdict = "".join(f'<p class="verdict">{escape(c.verdict)}</p>' for c in report.comparisons) or (
+        "<p>Fewer than two configurations: nothing to compare.</p>"
     )
     by = escape(", ".join(report.by))
     return (
@@ -243,7 +222,9 @@ def render_html(report: Report, records: Sequence[GradeRecord], reviews: Sequenc
         f"<p>{len(records)} records, grouped by {by}. Inconclusive grades are kept out of the pass rate and "
         "the scores; the inconclusive rate stands beside each pass rate, and the strict pass rate counts them "
         "as failures.</p>"
-        f"<h2>Comparison</h2>{verdict}"
+        f"<h2>Comparisons</h2>{verdict}"
+        f"<h2>Configurations with their intervals</h2>{forest_plot(report.groups)}"
+        f"<h2>Tasks by configuration</h2>{heat_map(report)}"
         f"<h2>Score distributions</h2>{_distribution_plot(report.groups, members)}"
         f"<h2>Pass rate</h2>{_pass_rate_plot(report.groups)}"
         f"<h2>Reason codes</h2>{_reason_plot(report.groups, members)}"
