@@ -16,6 +16,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
 from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, Settings
 
@@ -25,11 +26,14 @@ from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.profiles import Profile, load_profile
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.factory import sandbox_factory
-from gradeflow.tasks.baseline import Baseline, ensure_pristine, prepare_baseline
+from gradeflow.tasks.baseline import Baseline, changed_state, discard_state, ensure_pristine, prepare_baseline
 from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.repo import BaseRef, resolve_base
 
 __all__ = ["Session", "factory_for", "flow_runs_without_heartbeat", "open_session", "prepare_base", "profile_for"]
+
+
+_log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,14 @@ def prepare_base(
     pristine = ensure_pristine(baseline.base, baseline.key)
     if pristine != baseline.pristine:
         baseline = baseline.model_copy(update={"pristine": pristine})
+    # Whatever is cached is checked against its digests before it is trusted: anything changed since it
+    # was built (by hand, by a process that should never have reached it) is rebuilt from the base.
+    changed = changed_state(baseline)
+    if changed:
+        _log.warning("cached state changed since it was built: rebuilt", baseline=baseline.key, parts=changed)
+        discard_state(baseline.key)
+        baseline = prepare_baseline.with_options(refresh_cache=True)(task_spec, base, environment, factory)
+        environment = environment.model_copy(update={"rebuilt": changed})
     if baseline.environment is not None:
         environment = environment.model_copy(update={"task_environment": baseline.environment.digest})
     return environment, baseline

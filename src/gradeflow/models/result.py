@@ -41,6 +41,9 @@ class EnvironmentFingerprint(BaseModel):
     task_environment: str | None = None
     """Digest of what the task's ``setup`` built on the pristine base, copied into every run (``None``:
     no setup). Not part of :meth:`key`: it is built from what the key already names."""
+    rebuilt: list[str] = Field(default_factory=list)
+    """Cached state of the grader found changed since it was built, and rebuilt for this grade
+    (``pristine``, ``environment``, ``record``: the base run); empty when everything cached was intact."""
 
     def key(self) -> str:
         """The parts that change a baseline's behaviour (not the task hash, which the cache key adds)."""

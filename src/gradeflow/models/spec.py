@@ -41,6 +41,7 @@ __all__ = [
     "TaskSpec",
     "TaskType",
     "TestsSpec",
+    "nothing_to_score",
     "parse_size",
 ]
 
@@ -375,7 +376,46 @@ class TaskSpec(_Spec):
         """
         data = self.model_dump(mode="json")
         data["env"] = {k: hashlib.sha256(v.encode()).hexdigest() for k, v in self.candidate_env().items()}
+        data["named_files"] = self.named_files_digest()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def named_files_digest(self) -> str:
+        """sha256 of the content of every file the spec names (``tests.hidden``'s files, ``tests.hidden_patch``,
+        ``issue_file``), so that a file edited in place changes the cache and content keys; absent ones count
+        as absent."""
+        digest = hashlib.sha256()
+        named = [self.tests.hidden, self.tests.hidden_patch, self.issue_file]
+        for root in (Path(p) for p in named if p):
+            files = sorted(f for f in root.rglob("*") if f.is_file()) if root.is_dir() else [root]
+            for path in files:
+                digest.update(f"{path}\0".encode())
+                try:
+                    digest.update(hashlib.sha256(path.read_bytes()).digest())
+                except OSError:
+                    digest.update(b"unreadable")
+        return digest.hexdigest()
+
+
+def nothing_to_score(task: TaskSpec) -> str | None:
+    """``key: why`` when no objective of ``task`` can be scored, so every grade would be a silent 0; else ``None``.
+
+    The objectives: ``tests`` when a ``fail_to_pass`` test is not quarantined, ``quality`` on a refactor
+    with a ``quality`` section, ``perf`` with a benchmark, and custom graders in the objective role.
+    """
+    if any(g.role == "objective" and g.weight > 0 for g in task.graders):
+        return None
+    tests = task.tests
+    objectives = ["tests"] if [t for t in tests.fail_to_pass if t not in tests.quarantine] else []
+    objectives += ["quality"] if task.type == "refactor" and task.quality is not None else []
+    objectives += ["perf"] if task.perf is not None else []
+    if any(task.grading.weights.get(name, 1.0) > 0 for name in objectives):
+        return None
+    if objectives:
+        return f"grading.weights: every objective of the task ({', '.join(objectives)}) weighs 0, so nothing is scored"
+    return (
+        "tests.fail_to_pass: no test to fix (empty or all quarantined) and nothing else of the task is scored "
+        "(no perf benchmark, no quality limits on a refactor, no objective grader): every grade would be 0"
+    )
 
 
 PATCH_PARAMETER_BYTES = 256 * 1024

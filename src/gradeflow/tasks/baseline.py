@@ -40,6 +40,7 @@ from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._state import data_digest, folder_digest, folder_digest_excluding_git
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 from gradeflow.tasks.repo import BaseRef, materialize
 
@@ -48,12 +49,15 @@ __all__ = [
     "base_test_run",
     "baseline_key",
     "build_environment",
+    "changed_state",
+    "discard_state",
     "ensure_pristine",
     "inject_hidden",
     "inject_hidden_on_base",
     "open_sandbox",
     "pack_tests",
     "prepare_baseline",
+    "state_digests",
     "task_environment",
     "task_sandbox",
     "working_copy",
@@ -79,6 +83,9 @@ class Baseline(BaseModel):
     """``tests`` pickled."""
     environment: TaskEnvironment | None = None
     """What ``setup`` built on the pristine base, copied into every run (``None``: the task has no setup)."""
+    digests: dict[str, str] = Field(default_factory=dict)
+    """Keyed digests of the cached state taken when it was built (``pristine``, ``environment``, ``record``),
+    checked before every use by :func:`changed_state`."""
 
     @cached_property
     def tests(self) -> TestRunEvidence:
@@ -99,10 +106,11 @@ def pack_tests(evidence: TestRunEvidence) -> bytes:
     return pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-BASELINE_FORMAT = 7
+BASELINE_FORMAT = 8
 """Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
 3: the base is a git checkout, not an archive; 5: setup's environment is built once on the base;
-6: the base run's evidence is kept pickled; 7: the harness summary names the files of outcome hooks)."""
+6: the base run's evidence is kept pickled; 7: the harness summary names the files of outcome hooks;
+8: digests of the cached state)."""
 
 
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
@@ -156,7 +164,42 @@ def prepare_baseline(
     pristine = ensure_pristine(base, key)
     environment = build_environment(task_spec, pristine, key, sandboxes)
     tests = base_test_run(task_spec, pristine, sandboxes, environment)
-    return Baseline(base=base, key=key, pristine=pristine, tests_record=pack_tests(tests), environment=environment)
+    record = pack_tests(tests)
+    return Baseline(
+        base=base,
+        key=key,
+        pristine=pristine,
+        tests_record=record,
+        environment=environment,
+        digests=state_digests(pristine, environment, record),
+    )
+
+
+def state_digests(pristine: Path, environment: TaskEnvironment | None, record: bytes) -> dict[str, str]:
+    """The digests :func:`changed_state` checks: the pristine tree (``.git`` by its commit's tree), the
+    environment folder, the pickled base run."""
+    digests = {"pristine": _pristine_digest(pristine), "record": data_digest(record)}
+    if environment is not None:
+        digests["environment"] = folder_digest(environment.folder)
+    return digests
+
+
+def _pristine_digest(pristine: Path) -> str:
+    # The worktree byte for byte; the repository by the tree its HEAD names (a fresh checkout of the same
+    # base has other index and pack files, never another tree).
+    tree = git(pristine, "rev-parse", "HEAD^{tree}", check=False).stdout.decode().strip()
+    return data_digest(f"{tree}|{folder_digest_excluding_git(pristine)}".encode())
+
+
+def changed_state(baseline: Baseline) -> list[str]:
+    """The parts of the cached state that differ from their digests at build time (``[]``: all intact)."""
+    now = state_digests(baseline.pristine, baseline.environment, baseline.tests_record)
+    return sorted(part for part, digest in baseline.digests.items() if now.get(part) != digest)
+
+
+def discard_state(key: str) -> None:
+    """Remove the pristine base and environment of baseline ``key`` (found changed: rebuilt from scratch)."""
+    shutil.rmtree(cache_dir() / "baselines" / key, ignore_errors=True)
 
 
 def base_test_run(

@@ -1,0 +1,53 @@
+"""The grader's cached state is checked before it is trusted, and its keys follow the files a spec names."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from builders import EXAMPLES
+from gradeflow import grade
+from gradeflow.spec import load_task
+
+pytestmark = pytest.mark.slow
+
+FIXED = "division by zero is undefined"
+
+
+@pytest.fixture
+def calc(tmp_path: Path) -> Path:
+    """A private copy of the calc example (its own task id, so its baseline is its own)."""
+    shutil.copytree(EXAMPLES / "calc", tmp_path / "calc", symlinks=True)
+    task = tmp_path / "calc" / "task.yaml"
+    task.write_text(task.read_text().replace("task_id: calc-divzero", "task_id: calc-cached-state"))
+    return task
+
+
+def test_a_cached_base_edited_between_grades_is_rebuilt_and_the_grade_stays_right(
+    calc: Path, gradeflow_home: Path, prefect: None
+) -> None:
+    del prefect
+    first = grade(calc, patch=calc.parent / "reference.diff")
+    assert first.passed and first.environment is not None and first.environment.rebuilt == []
+    pristine = [p for p in gradeflow_home.glob("baselines/calc-cached-state-*/repo/src/calc.py")]
+    assert len(pristine) == 1
+    # Poison the cached base with the fix: a do-nothing patch would pass if it were trusted.
+    reference_after = (calc.parent / "repo" / "src" / "calc.py").read_text()
+    fixed = reference_after.replace("return None", f'raise ZeroDivisionError("{FIXED}")')
+    assert fixed != reference_after
+    pristine[0].write_text(fixed)
+    nothing = grade(calc, patch=EXAMPLES / "empty.diff")
+    assert nothing.status == "graded" and nothing.passed is False
+    assert nothing.environment is not None and nothing.environment.rebuilt == ["pristine"]
+    assert FIXED not in pristine[0].read_text()  # rebuilt from the base
+    again = grade(calc, patch=EXAMPLES / "empty.diff")
+    assert again.passed is False and again.environment is not None and again.environment.rebuilt == []
+
+
+def test_a_hidden_test_edited_in_place_changes_the_keys(calc: Path) -> None:
+    before = load_task(calc).spec_hash()
+    hidden = next((calc.parent / "hidden_tests").rglob("*.py"))
+    hidden.write_text(hidden.read_text() + "\n\ndef test_added_later():\n    assert True\n")
+    assert load_task(calc).spec_hash() != before
