@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
+from gradeflow.models.spec import nothing_to_score
 
 __all__ = ["json_object", "load_model", "load_task", "load_yaml", "validation_message"]
 
@@ -102,4 +103,8 @@ def load_model(
 def load_task(path: str | Path) -> TaskSpec:
     """Read and validate a task spec; relative paths resolve against its folder. ``SpecError`` on any problem."""
     file = Path(path)
-    return load_model(file, TaskSpec, "task spec", context={"base_dir": file.resolve().parent})
+    task = load_model(file, TaskSpec, "task spec", context={"base_dir": file.resolve().parent})
+    problem = nothing_to_score(task)
+    if problem is not None:
+        raise SpecError(f"{file}: {problem}")
+    return task

@@ -56,7 +56,7 @@ def test_pass_threshold_applies_to_the_score() -> None:
     ],
 )
 def test_default_profile_bands(score: float, gate_failed: bool, decision: str) -> None:
-    assert decide(score, gate_failed, load_profile("default").bands) == decision
+    assert decide(score, gate_failed, load_profile("default").bands, passed=True) == decision
 
 
 def test_hard_gate_reason_codes_reject_whatever_the_score() -> None:

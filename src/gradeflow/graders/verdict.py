@@ -25,11 +25,15 @@ __all__ = [
 ]
 
 
-def decide(score: float, rejected: bool, bands: Bands) -> Decision:
-    """The decision of a graded result: ``rejected`` by a failed gate or hard gate, else by the score's band."""
+def decide(score: float, rejected: bool, bands: Bands, *, passed: bool) -> Decision:
+    """The decision of a graded result: ``rejected`` by a failed gate or hard gate, else by the score's band.
+
+    A grade that did not pass is never ``merge-candidate``, whatever its score: in the merge band it goes
+    to ``human-review`` (a patch that fixes the issue and breaks two other tests scores high, and fails).
+    """
     if rejected:
         return "rejected"
-    if score >= bands.merge_candidate:
+    if score >= bands.merge_candidate and passed:
         return "merge-candidate"
     return "human-review" if score >= bands.human_review else "retry"
 
@@ -122,13 +126,22 @@ def _verdict(combined: Combined, profile: Profile, *, empty: bool) -> dict[str, 
     """Score, passed, decision, reason codes and messages of a combination under the profile's hard gates."""
     codes = list(dict.fromkeys((["empty-patch"] if empty else []) + combined.reason_codes))
     hard = [c for c in codes if c in profile.hard_gates]
+    passed = combined.passed and not hard
+    decision = decide(combined.score, combined.gate_failed or bool(hard), profile.bands, passed=passed)
+    held = [] if passed or combined.score < profile.bands.merge_candidate or decision == "rejected" else [_held(codes)]
     return {
         "score": combined.score,
-        "passed": combined.passed and not hard,
-        "decision": decide(combined.score, combined.gate_failed or bool(hard), profile.bands),
+        "passed": passed,
+        "decision": decision,
         "reason_codes": codes,
-        "messages": [f"hard gate: {code}" for code in hard] + _unplaced(combined.components, profile),
+        "messages": [f"hard gate: {code}" for code in hard] + held + _unplaced(combined.components, profile),
     }
+
+
+def _held(codes: Sequence[str]) -> str:
+    """Why a score in the merge band is sent to a person: the grade did not pass."""
+    why = f" ({', '.join(codes)})" if codes else ""
+    return f"not passed{why}: a score in the merge band goes to human-review"
 
 
 def _change_counts(changes: Sequence[ChangedFile]) -> dict[str, Any]:
