@@ -69,6 +69,10 @@ class ServiceConfig(BaseModel):
     """Seconds without a heartbeat after which a running grade is marked ``Crashed`` (heartbeats every 30 s)."""
     github: GitHubConfig = Field(default_factory=GitHubConfig)
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
+    trust_local_code: bool = False
+    """Allow tasks and requests that grade in the local sandbox (the submission's code runs with the
+    service's rights). Off: ``serve``, ``deploy`` and ``webhook`` refuse such tasks, and served runs refuse
+    such requests."""
 
 
 def _config_path(path: str | Path | None) -> Path | None:

@@ -15,7 +15,9 @@ Entry points are module paths, so any worker with gradeflow installed can run th
 
 from __future__ import annotations
 
+import os
 from contextlib import suppress
+from pathlib import Path
 from typing import cast
 
 from prefect import serve
@@ -28,9 +30,11 @@ from prefect.types.entrypoint import EntrypointType
 
 from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
+from gradeflow.service.credentials import public_ledger
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
 from gradeflow.service.params import EvaluateRequest
 from gradeflow.service.review import review_grade
+from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 
 __all__ = [
     "EVALUATE_DEPLOYMENT",
@@ -58,7 +62,7 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
     )
     nightly = EvaluateRequest(
         suite=config.suite,
-        ledger=config.ledger,
+        ledger=public_ledger(config.ledger),
         concurrency=config.concurrency,
         reports=config.reports,
         dask_address=config.dask_address,
@@ -81,7 +85,19 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
     )
     deployments = [grade, evaluate, review]
     assert all(isinstance(d, RunnerDeployment) for d in deployments)
-    return cast(list[RunnerDeployment], deployments)
+    built = cast(list[RunnerDeployment], deployments)
+    if config.trust_local_code:  # a worker's run learns the config's trust from its job's environment
+        for served in built:
+            served.job_variables = {**(served.job_variables or {}), "env": trusted_environment(True)}
+    return built
+
+
+def refuse_local_suite(config: ServiceConfig, what: str) -> None:
+    """``SpecError`` when the scheduled suite grades a task in the local sandbox without the config's trust."""
+    if Path(config.suite).is_file():
+        from gradeflow.evaluation.suite import load_suite
+
+        refuse_untrusted_local(config.trust_local_code, load_suite(config.suite).tasks.values(), what)
 
 
 def ensure_sandbox_limit(slots: int) -> None:
@@ -92,6 +108,8 @@ def ensure_sandbox_limit(slots: int) -> None:
 
 def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
     """Serve both deployments in this process until interrupted; ``limit`` bounds concurrent runs."""
+    refuse_local_suite(config, "serve")
+    os.environ.update(trusted_environment(config.trust_local_code))
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)
     serve(*build_deployments(config), limit=limit)
@@ -107,6 +125,7 @@ def _ensure_process_pool(name: str) -> None:
 
 def deploy_to_pool(config: ServiceConfig, pool: str) -> list[str]:
     """Register both deployments on the ``process`` work pool ``pool``; returns their ids."""
+    refuse_local_suite(config, "deploy")
     _ensure_process_pool(pool)
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)

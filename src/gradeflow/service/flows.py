@@ -26,9 +26,11 @@ from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.graders.withheld import withhold_hidden_timings
 from gradeflow.models import GradeResult, Submission
+from gradeflow.service.credentials import private_ledger
 from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import task_runner
 from gradeflow.service.suite_artifacts import publish_report, suite_progress
+from gradeflow.service.trust import check_request_sandbox
 from gradeflow.spec import load_task
 
 __all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
@@ -60,6 +62,7 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
     task_spec = load_task(request.task_path)
     if task_spec.task_id != request.task_id:
         raise SpecError(f"{request.task_path}: task_id is {task_spec.task_id!r}, the request says {request.task_id!r}")
+    check_request_sandbox(task_spec, request.sandbox)
     submission = Submission(submission_id=request.submission_id, patch=request.patch)
     _tag_run(run_tags(request, None))
     session = open_session(task_spec, request.sandbox, request.profile)
@@ -129,7 +132,7 @@ def _record(request: GradeRequest, session: Session, submission: Submission, res
         repository_revision=session.base.revision,
     )
     if request.ledger:
-        ledger = Ledger(request.ledger)
+        ledger = Ledger(private_ledger(request.ledger))
         try:
             ledger.add(record_for(planned, result, sum(result.timings.values())))
         finally:
@@ -146,8 +149,9 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
 
     suite = load_suite(request.suite)
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
+        check_request_sandbox(suite.tasks[task_id], request.sandbox)
         open_session(suite.tasks[task_id], request.sandbox, request.profile)
-    ledger = Ledger(request.ledger)
+    ledger = Ledger(private_ledger(request.ledger))
     keys = {planned.key for planned in plan_suite(suite, request.profile)}
     try:
         # Each grade is its own subflow run: the heartbeat thread would add about a second to each.

@@ -7,9 +7,24 @@ wrong task.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.service.credentials import has_password
 
 __all__ = ["EvaluateRequest", "GradeRequest"]
+
+_SANDBOX = "^(" + "|".join(SANDBOX_KINDS) + ")$"
+
+
+def _no_password(value: str | None) -> str | None:
+    if has_password(value):
+        raise ValueError(
+            "a ledger URL with a password would be stored in the flow run's parameters, readable through the "
+            "Prefect API: give the URL without it and set $GRADEFLOW_DATABASE_URL (or PGPASSWORD) on the worker"
+        )
+    return value
+
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
@@ -31,10 +46,13 @@ class GradeRequest(BaseModel):
     """Short strings about the sender (``model``, ``repo``, ``pr``, …); ``model`` becomes a run tag."""
     profile: str | None = None
     """A shipped grading profile name or a profile YAML path; default: the task spec's."""
-    sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
-    """``local`` or ``docker``; default: the task spec's ``environment.sandbox``."""
+    sandbox: str | None = Field(default=None, pattern=_SANDBOX)
+    """``isolated``, ``docker`` or ``local``; default: the task spec's ``environment.sandbox``."""
     ledger: str | None = None
-    """When set, the result is also recorded in this ledger (URL or SQLite path), once per submission."""
+    """When set, the result is also recorded in this ledger (URL or SQLite path), once per submission; never
+    with a password (the worker's ``$GRADEFLOW_DATABASE_URL`` supplies it)."""
+
+    _ledger_public = field_validator("ledger")(_no_password)
 
 
 class EvaluateRequest(BaseModel):
@@ -45,12 +63,15 @@ class EvaluateRequest(BaseModel):
     suite: str
     """Path of ``suite.yaml`` as the worker sees it."""
     ledger: str | None = None
-    """Ledger database URL or SQLite path; default ``$GRADEFLOW_DATABASE_URL`` or ``.gradeflow/ledger.db``."""
+    """Ledger database URL (never with a password) or SQLite path; default ``$GRADEFLOW_DATABASE_URL`` or
+    ``.gradeflow/ledger.db``."""
     concurrency: int = Field(default=2, ge=1, le=64)
     """Submissions graded at once."""
     profile: str | None = None
-    sandbox: str | None = Field(default=None, pattern=r"^(local|docker)$")
+    sandbox: str | None = Field(default=None, pattern=_SANDBOX)
     reports: str = ".gradeflow/reports"
     """Folder the HTML report is written to (linked from the run); relative to the worker's working folder."""
     dask_address: str | None = None
     """A Dask scheduler (``tcp://host:8786``): submissions are graded on its workers instead of threads."""
+
+    _ledger_public = field_validator("ledger")(_no_password)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gradeflow.evaluation.ledger import Ledger, ReviewRecord
 from gradeflow.models import GradeResult
 from gradeflow.models.spec import Decision
+from gradeflow.service.credentials import private_ledger
 
 __all__ = ["REVIEW_DEPLOYMENT", "ComponentLine", "ReviewInput", "ReviewRequest", "review_form", "review_grade"]
 
@@ -140,7 +141,7 @@ def review_form(request: ReviewRequest) -> str:
 
 
 def _record(request: ReviewRequest, reviewer: str, decision: str) -> None:
-    ledger = Ledger(request.ledger)
+    ledger = Ledger(private_ledger(request.ledger))
     try:
         ledger.add_review(
             ReviewRecord(

@@ -49,6 +49,7 @@ from gradeflow.evaluation.suite import patch_hash
 from gradeflow.models import Submission
 from gradeflow.profiles import available_profiles, load_profile
 from gradeflow.service.config import ServiceConfig
+from gradeflow.service.credentials import public_ledger
 from gradeflow.service.deadline import header_deadline_protocol
 from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
@@ -56,6 +57,7 @@ from gradeflow.service.params import GradeRequest
 from gradeflow.service.payloads import PayloadError, parse_json
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
+from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 from gradeflow.spec import load_task
 
 __all__ = [
@@ -187,7 +189,8 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
     if "profile" in fields:
         fields["profile"] = _profile(receiver, fields["profile"])
     try:
-        request = GradeRequest(task_id=str(task_id), task_path=str(path), ledger=receiver.config.ledger, **fields)
+        ledger = public_ledger(receiver.config.ledger)
+        request = GradeRequest(task_id=str(task_id), task_path=str(path), ledger=ledger, **fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -267,6 +270,13 @@ def _lifespan(starter: RunStarter) -> Callable[[Starlette], AbstractAsyncContext
     return lifespan
 
 
+def _trusted_tasks(tasks: dict[str, Path], config: ServiceConfig) -> dict[str, Path]:
+    """``tasks``, once none is found to need the local sandbox without the config's trust."""
+    refuse_untrusted_local(config.trust_local_code, (load_task(path) for path in tasks.values()), "webhook")
+    os.environ.update(trusted_environment(config.trust_local_code))
+    return tasks
+
+
 def create_app(
     tasks_dir: str | Path,
     config: ServiceConfig | None = None,
@@ -286,7 +296,7 @@ def create_app(
     starter = start_run or PrefectStarter()
     receiver = Receiver(
         secret=secret.encode(),
-        tasks=find_task_specs(Path(tasks_dir)),
+        tasks=_trusted_tasks(find_task_specs(Path(tasks_dir)), config),
         store=DeliveryStore(store_path or cache_dir() / "webhook-requests.db"),
         config=config,
         start_run=starter,
