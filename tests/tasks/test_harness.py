@@ -246,3 +246,19 @@ def test_the_summary_keeps_what_the_base_run_changed_relative_to_the_workspace()
     record = record.model_copy(update={"patched": ["b", "a", "a"], "foreign_code": ["/ws/tests/h.py", "/lib/x.py"]})
     summary = summarize(record, HARNESS, facts.cases, facts.places, 1)
     assert (summary.patched, summary.foreign_code) == (["a", "b"], ["./tests/h.py", "/lib/x.py"])
+
+
+def test_the_summary_keeps_markers_and_where_skips_came_from() -> None:
+    record, facts = _honest()
+    record = record.model_copy(
+        update={
+            "marked": {"tests/test_calc.py::test_div": ["xfail"]},
+            "raisers": {"tests/test_calc.py::test_skip": "/ws/src/calc.py", "tests/test_calc.py::test_x": "/venv/x.py"},
+        }
+    )
+    summary = summarize(record, HARNESS, facts.cases, facts.places, facts.exit_code)
+    assert summary.marked == {"tests/test_calc.py::test_div": ["xfail"]}
+    assert summary.raisers == {
+        "tests/test_calc.py::test_skip": "./src/calc.py",
+        "tests/test_calc.py::test_x": "/venv/x.py",
+    }

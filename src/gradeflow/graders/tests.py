@@ -15,8 +15,10 @@ skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the de
 (``kept``, SWE-bench's rule). An expected failure (``xfailed``) is no pass (``tests.xfail: fail``, the
 default): a fail_to_pass test xfailed is not fixed, a pass_to_pass test xfailed is kept only when it
 is xfailed on the base too; with ``tests.xfail: pass`` (SWE-bench's rule) it counts as passed in both
-lists. Quarantined test ids are reported, never scored. The role is objective when fail_to_pass is
-declared, gate otherwise (regression-only).
+lists. An xfail or a skip counts only where the base had it (:mod:`gradeflow.graders.expected_outcomes`):
+one raised from library code, or on a test that carries no such marker on the base and had another
+outcome there, is a failure. Quarantined test ids are reported, never scored. The role is objective
+when fail_to_pass is declared, gate otherwise (regression-only).
 
 | outcome on the candidate | fail_to_pass | pass_to_pass                                         |
 |--------------------------|--------------|------------------------------------------------------|
@@ -32,6 +34,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.graders.expected_outcomes import unborrowed_outcomes
 from gradeflow.models import GradeComponent, Role, TestsSpec
 from gradeflow.models.evidence import Outcome, TestRunEvidence
 
@@ -63,6 +66,8 @@ class TestGrader(Grader):
     ) -> GradeComponent:
         spec = context.task.tests
         base = context.baseline_tests.outcomes if context.baseline_tests else {}
+        # An xfail or a skip the base did not have, or raised from library code, is a failure.
+        run = run.model_copy(update={"outcomes": unborrowed_outcomes(run, context.baseline_tests)})
         failing = [t for t in f2p if not counts_as_passed(run.outcomes.get(t, "missing"), spec)]
         broken = [t for t in p2p if not _kept(run.outcomes.get(t, "missing"), base.get(t), spec)]
         if f2p:

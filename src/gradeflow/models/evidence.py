@@ -85,6 +85,11 @@ class HarnessSummary(BaseModel):
     hook_files: list[str] = Field(default_factory=list)
     """``hook file`` for each implementation of a hook that makes test outcomes on the base (where its code
     is, not what its plugin says it is); one from another file in a candidate's run is tampering."""
+    marked: dict[str, list[str]] = Field(default_factory=dict)
+    """Node id → the expected-outcome markers the test carries (``xfail``, ``skip`` for skip/skipif, unittest's
+    decorators included); tests carrying none are left out."""
+    raisers: dict[str, str] = Field(default_factory=dict)
+    """Node id → the file a skip or xfail raised during the test's call came from (named as ``foreign_code``)."""
 
 
 class TestRunEvidence(BaseModel):

@@ -70,6 +70,10 @@ class HarnessRecord(BaseModel):
     hook_files: list[tuple[str, str, str]] = Field(default_factory=list)
     """``(hook, file, code digest)`` for every implementation of a hook that makes test outcomes, by where its
     code is and what it is."""
+    marked: dict[str, list[str]] = Field(default_factory=dict)
+    """Node id → the expected-outcome markers its test carries (``xfail``, ``skip``)."""
+    raisers: dict[str, str] = Field(default_factory=dict)
+    """Node id → the file a skip or xfail raised during its call came from."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -242,6 +246,8 @@ def summarize(
         patched=sorted(set(record.patched)),
         foreign_code=sorted({_relative(f, places) for f in record.foreign_code}),
         misplaced_code=sorted(set(record.misplaced_code)),
+        marked=dict(record.marked),
+        raisers={nodeid: _relative(file, places) for nodeid, file in record.raisers.items()},
     )
 
 
