@@ -38,6 +38,7 @@ from pydantic import (
 from gradeflow.config import gradeflow_version
 from gradeflow.errors import SpecError
 from gradeflow.models import Submission, TaskSpec
+from gradeflow.models.spec import patch_bytes
 from gradeflow.profiles import load_profile
 from gradeflow.spec import json_object, load_model, load_task
 
@@ -134,7 +135,7 @@ def patch_hash(submission: Submission) -> str:
     digest = hashlib.sha256()
     text = submission.diff()
     if text is not None:
-        digest.update(b"patch\0" + text.encode("utf-8", errors="surrogateescape"))
+        digest.update(b"patch\0" + patch_bytes(text))
         return digest.hexdigest()
     assert submission.workspace is not None
     root = Path(submission.workspace)

@@ -41,8 +41,10 @@ __all__ = [
     "TaskSpec",
     "TaskType",
     "TestsSpec",
+    "is_utf8",
     "nothing_to_score",
     "parse_size",
+    "patch_bytes",
 ]
 
 TaskType = Literal["bugfix", "feature", "refactor", "perf"]
@@ -418,6 +420,33 @@ def nothing_to_score(task: TaskSpec) -> str | None:
     )
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")
+
+
+def patch_bytes(text: str) -> bytes:
+    """The bytes of a diff's text: UTF-8, with each byte that was not (read with ``surrogateescape``) as it was.
+
+    A surrogate that stands for no byte (a JSON ``"\\ud800"`` escape) becomes its three ``surrogatepass``
+    bytes, so every text has bytes to apply, hash and keep, and the same text always the same bytes.
+    """
+    try:
+        return text.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:
+        escaped = _LONE_SURROGATE.sub(
+            lambda m: m.group().encode("utf-8", errors="surrogatepass").decode("utf-8", errors="surrogateescape"), text
+        )
+        return escaped.encode("utf-8", errors="surrogateescape")
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (so its text travels in JSON as it is)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 PATCH_PARAMETER_BYTES = 256 * 1024
 """Diffs larger than this reach the flow as a file, not as text: Prefect's server refuses a flow run
 whose parameters pass 512 KiB, and the submission is one of them."""
@@ -445,9 +474,10 @@ class Submission(BaseModel):
 
     @classmethod
     def of_patch(cls, submission_id: str, text: str) -> Submission:
-        """A diff submission; one too large to travel as a flow parameter is written to a file first."""
-        data = text.encode("utf-8", errors="surrogateescape")
-        if len(data) <= PATCH_PARAMETER_BYTES:
+        """A diff submission; one too large to travel as a flow parameter, or not UTF-8 (bytes kept as
+        surrogate escapes, which JSON cannot carry), is written to a file first (see :func:`patch_bytes`)."""
+        data = patch_bytes(text)
+        if len(data) <= PATCH_PARAMETER_BYTES and is_utf8(data):
             return cls(submission_id=submission_id, patch=text)
         folder = cache_dir() / "patches"
         folder.mkdir(parents=True, exist_ok=True)
