@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run the tests N times on the base (and the reference) and list tests whose outcome changes",
     )
+    validate.add_argument(
+        "--strength",
+        type=float,
+        metavar="MIN",
+        help="also grade mutants of the reference (needs --reference): invalid when the kill rate is below MIN",
+    )
     sub.add_parser("schema", help="print the task spec's JSON schema")
     sub.add_parser("profiles", help="list the shipped grading profiles")
     add_suite_commands(sub)
@@ -169,8 +175,12 @@ def _validate(args: argparse.Namespace) -> int:
     session = open_session(task, args.sandbox, args.profile)
     reference = make_submission(patch=args.reference).diff() if args.reference else None
     choose_server(args.ephemeral)
+    if args.strength is not None and reference is None:
+        raise SpecError("validate --strength needs --reference: mutants are made from the reference fix")
     with flow_runs_without_heartbeat():
         report = validate_task(task, reference, session.factory, session.profile, args.repeat, base=session.base)
+    if args.strength is not None and reference is not None:
+        report.problems += _strength_problems(task, reference, args)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
@@ -185,3 +195,15 @@ def _validate(args: argparse.Namespace) -> int:
             state = "quarantined" if flaky.quarantined else "scored" if flaky.scored else "not scored"
             print(f"  flaky on the {flaky.side}: {flaky.test} ({seen}; {state})")
     return 0 if report.valid else 1
+
+
+def _strength_problems(task: TaskSpec, reference: str, args: argparse.Namespace) -> list[str]:
+    from gradeflow.cli.strength import measure_and_record, print_strength
+
+    found = measure_and_record(task, reference, args.sandbox, args.profile, 20, None)
+    if not args.json:
+        print_strength(found)
+    if found.kill_rate is not None and found.kill_rate >= args.strength:
+        return []
+    rate = "unknown" if found.kill_rate is None else f"{found.kill_rate:.0%}"
+    return [f"task strength {rate} is below --strength {args.strength:g} ({found.survived} wrong patches pass)"]

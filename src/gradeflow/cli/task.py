@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from gradeflow.cli.server import choose_server
+from gradeflow.cli.strength import add_strength_command, run_strength
 
 __all__ = ["TASK_COMMANDS", "add_task_commands", "run_task_command"]
 
@@ -48,12 +49,15 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     swebench.add_argument("--repos", required=True, help="a folder of git mirrors named owner__name")
     swebench.add_argument("--commands", required=True, help="YAML: owner/name → version → setup, test_command")
     swebench.add_argument("--out", required=True, help="the folder to write <instance_id>/task.yaml into")
+    add_strength_command(actions)
 
 
 def run_task_command(args: argparse.Namespace) -> int:
     """Run ``task new`` or ``task import-swebench``."""
     if args.task_command == "import-swebench":
         return _import_swebench(args)
+    if args.task_command == "strength":
+        return run_strength(args)
     return _new(args)
 
 

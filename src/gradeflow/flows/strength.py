@@ -1,0 +1,54 @@
+"""The ``task-strength`` flow: the reference and each wrong patch graded by ``grade-submission``, one base."""
+
+from __future__ import annotations
+
+import time
+
+from prefect import flow
+from pydantic import BaseModel
+
+from gradeflow.flows.session import factory_for, prepare_base
+from gradeflow.models import GradeResult, Submission, TaskSpec
+from gradeflow.profiles import Profile
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.tasks.environment import pin_base
+from gradeflow.tasks.repo import BaseRef
+
+__all__ = ["TimedGrade", "task_strength"]
+
+
+class TimedGrade(BaseModel):
+    """One patch's grade and the seconds its ``grade-submission`` run took."""
+
+    submission_id: str
+    result: GradeResult
+    seconds: float
+
+
+@flow(
+    name="task-strength",
+    flow_run_name="strength-{task_spec.task_id}",
+    persist_result=False,
+    validate_parameters=False,
+)
+def task_strength(
+    task_spec: TaskSpec,
+    patches: list[tuple[str, str]],
+    sandbox: str | SandboxFactory | None = None,
+    profile: str | Profile | None = None,
+    base: BaseRef | None = None,
+) -> list[TimedGrade]:
+    """Grade every ``(submission_id, patch)`` against one pinned base and baseline, in order."""
+    from gradeflow.flows.grade import grade_submission
+
+    factory = factory_for(task_spec, sandbox)
+    base = base or pin_base(task_spec)
+    prepare_base(task_spec, factory, base)
+    graded = []
+    for submission_id, patch in patches:
+        started = time.perf_counter()
+        outcome = grade_submission(task_spec, Submission.of_patch(submission_id, patch), factory, profile, base)
+        result = outcome if isinstance(outcome, GradeResult) else outcome.result()
+        assert isinstance(result, GradeResult)
+        graded.append(TimedGrade(submission_id=submission_id, result=result, seconds=time.perf_counter() - started))
+    return graded
