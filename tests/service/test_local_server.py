@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -142,3 +143,21 @@ def test_a_sigterm_takes_down_the_temporary_server_a_call_started(tmp_path: Path
     while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in servers):
         time.sleep(0.2)
     assert not [pid for pid in servers if Path(f"/proc/{pid}").exists()], "the temporary server outlived its call"
+
+
+def test_the_printed_ui_address_lists_the_grade(own_home: Path, chromium: str, tmp_path: Path) -> None:
+    del own_home
+    from chromium_page import ChromiumPage
+
+    first = _cli("grade", str(CALC / "task.yaml"), "--patch", str(CALC / "reference.diff"))
+    assert first.returncode == 0, first.stderr
+    address = re.search(r"watch your grades at (\S+)", first.stderr)
+    assert address is not None, first.stderr
+    page = ChromiumPage(chromium, tmp_path / "profile")
+    try:
+        page.goto(address.group(1).rstrip("/") + "/runs")
+        # The UI talks to this server's API (not 127.0.0.1:4200): the grade's flow run is listed.
+        text = page.wait_for_text(["grade-calc-divzero-submission"], 60)
+        assert "Can't connect to Server API" not in text
+    finally:
+        page.close()

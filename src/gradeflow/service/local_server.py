@@ -128,6 +128,8 @@ def _start(home: Path) -> LocalServer:
         "PREFECT_LOGGING_LEVEL": "WARNING",
     }
     env.pop("PREFECT_API_URL", None)
+    # The UI's pages call the API the UI was told of (by default 127.0.0.1:4200): this server's own.
+    env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
     with (home / "server.log").open("ab") as log:
         process = subprocess.Popen(
