@@ -63,7 +63,7 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
     if task_spec.task_id != request.task_id:
         raise SpecError(f"{request.task_path}: task_id is {task_spec.task_id!r}, the request says {request.task_id!r}")
     check_request_sandbox(task_spec, request.sandbox)
-    submission = Submission(submission_id=request.submission_id, patch=request.patch)
+    submission = Submission.of_patch(request.submission_id, request.diff())
     _tag_run(run_tags(request, None))
     session = open_session(task_spec, request.sandbox, request.profile)
     with concurrency(SANDBOX_LIMIT, occupy=1):

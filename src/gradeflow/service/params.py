@@ -7,12 +7,14 @@ wrong task.
 
 from __future__ import annotations
 
+import base64
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.models.spec import SANDBOX_KINDS, is_utf8, patch_bytes
 from gradeflow.service.credentials import has_password
 
-__all__ = ["EvaluateRequest", "GradeRequest"]
+__all__ = ["EvaluateRequest", "GradeRequest", "carried"]
 
 _SANDBOX = "^(" + "|".join(SANDBOX_KINDS) + ")$"
 
@@ -41,7 +43,9 @@ class GradeRequest(BaseModel):
     submission_id: str = Field(pattern=_ID)
     """The submission's identifier; the flow run is named ``grade-{task_id}-{submission_id}``."""
     patch: str = Field(json_schema_extra={"format": "text"})
-    """The unified diff to grade (may be empty: an empty submission)."""
+    """The unified diff to grade (may be empty: an empty submission); empty when ``patch_base64`` carries it."""
+    patch_base64: str | None = None
+    """The diff's bytes in base64 when they are not UTF-8 (JSON cannot carry them as text): see :func:`carried`."""
     metadata: dict[str, str] = Field(default_factory=dict)
     """Short strings about the sender (``model``, ``repo``, ``pr``, …); ``model`` becomes a run tag."""
     profile: str | None = None
@@ -53,6 +57,20 @@ class GradeRequest(BaseModel):
     with a password (the worker's ``$GRADEFLOW_DATABASE_URL`` supplies it)."""
 
     _ledger_public = field_validator("ledger")(_no_password)
+
+    def diff(self) -> str:
+        """The diff's text, undecodable bytes as surrogate escapes (as a diff file is read)."""
+        if self.patch_base64 is None:
+            return self.patch
+        return base64.b64decode(self.patch_base64).decode("utf-8", errors="surrogateescape")
+
+
+def carried(patch: str) -> dict[str, str]:
+    """The request fields that carry ``patch``: as text when its bytes are UTF-8, else as base64 of its bytes."""
+    data = patch_bytes(patch)
+    if is_utf8(data):
+        return {"patch": patch}
+    return {"patch": "", "patch_base64": base64.b64encode(data).decode()}
 
 
 class EvaluateRequest(BaseModel):

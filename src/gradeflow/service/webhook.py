@@ -53,7 +53,7 @@ from gradeflow.service.credentials import public_ledger
 from gradeflow.service.deadline import header_deadline_protocol
 from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
-from gradeflow.service.params import GradeRequest
+from gradeflow.service.params import GradeRequest, carried
 from gradeflow.service.payloads import PayloadError, parse_json
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
@@ -147,7 +147,7 @@ def _request_key(grade: GradeRequest) -> str:
         policy = load_profile(grade.profile or task_spec.grading.profile)
     except SpecError as exc:
         raise Rejection(503, "task-unavailable", str(exc)) from None
-    patch = patch_hash(Submission(submission_id=grade.submission_id, patch=grade.patch))
+    patch = patch_hash(Submission(submission_id=grade.submission_id, patch=grade.diff()))
     return request_key(task_spec.spec_hash(), grade.submission_id, patch, policy.model_dump_json())
 
 
@@ -188,6 +188,8 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
         raise Rejection(422, "unknown-task", f"no task spec with task_id {task_id!r}")
     if "profile" in fields:
         fields["profile"] = _profile(receiver, fields["profile"])
+    if isinstance(fields.get("patch"), str):
+        fields.update(carried(fields["patch"]))
     try:
         ledger = public_ledger(receiver.config.ledger)
         request = GradeRequest(task_id=str(task_id), task_path=str(path), ledger=ledger, **fields)
@@ -195,7 +197,7 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise Rejection(422, "invalid", f"{where}: {first['msg']}") from None
-    encoded = len(json.dumps(request.patch))
+    encoded = len(json.dumps(request.patch)) + len(request.patch_base64 or "")
     if encoded > MAX_PATCH_PARAMETER_BYTES:
         raise Rejection(
             413,
