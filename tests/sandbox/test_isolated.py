@@ -162,3 +162,15 @@ def test_a_command_bwrap_cannot_start_is_the_sandboxs_failure(
     monkeypatch.setattr(box, "_read_only", (*box._read_only, f"/nonexistent-{uuid.uuid4().hex}"))
     with pytest.raises(SandboxUnavailable, match="isolated sandbox cannot start"):
         box.run("true", env={}, timeout=30)
+
+
+def test_more_folders_can_be_shown_read_only(tmp_path: Path) -> None:
+    tool = tmp_path / "agent"
+    tool.mkdir()
+    (tool / "run.sh").write_text("echo agent\n")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with IsolatedSandboxFactory(read_only=(str(tool),)).open(workspace) as box:
+        result = box.run(f"sh {tool}/run.sh && touch {tool}/x", env={}, timeout=30)
+    assert result.stdout == "agent\n" and result.exit_code != 0
+    assert not (tool / "x").exists()

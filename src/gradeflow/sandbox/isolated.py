@@ -71,13 +71,14 @@ class IsolatedSandbox(LocalSandbox):
 
     kind: ClassVar[str] = "isolated"
 
-    def __init__(self, host_workspace: Path, settings: IsolationSettings) -> None:
+    def __init__(self, host_workspace: Path, settings: IsolationSettings, read_only: tuple[str, ...] = ()) -> None:
+        """``read_only``: more host folders commands see read-only at their paths (an agent's installation)."""
         super().__init__(host_workspace, pid_namespace=False)
         self._settings = settings
         self._as_root = os.geteuid() == 0
         self._handed_over = False
         system, links = system_view()
-        self._read_only = (*system, *interpreter_folders())
+        self._read_only = (*system, *interpreter_folders(), *(str(Path(f).resolve()) for f in read_only))
         self._links = links
 
     def _containment(self) -> BwrapContainment:  # type: ignore[override]  # same interface, not a subclass
@@ -129,14 +130,25 @@ class IsolatedSandboxFactory(SandboxFactory):
 
     kind: ClassVar[str] = "isolated"
 
-    def __init__(self, environment: EnvironmentSpec | None = None) -> None:
+    def __init__(
+        self,
+        environment: EnvironmentSpec | None = None,
+        *,
+        read_only: tuple[str, ...] = (),
+        network: bool | None = None,
+    ) -> None:
+        """``read_only``: host folders every command also sees read-only; ``network``: overrides
+        ``environment.network`` (an agent's sandbox may reach its model's API where the tests never do)."""
         self.settings = IsolationSettings(environment or EnvironmentSpec())
+        if network is not None:
+            self.settings.network = network
+        self.read_only = read_only
 
     def open(self, host_workspace: Path) -> IsolatedSandbox:
         problem = bwrap_problem()
         if problem is not None:
             raise SandboxUnavailable(f"isolated sandbox: {problem}")
-        return IsolatedSandbox(host_workspace, self.settings)
+        return IsolatedSandbox(host_workspace, self.settings, self.read_only)
 
     def probe(self) -> None:
         """The disks have room, bwrap works here, and ``true`` runs in a fresh sandbox."""
