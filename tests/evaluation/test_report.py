@@ -304,3 +304,22 @@ def test_html_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> N
     assert dom.count('class="score"') == 9  # the nine graded scores, one dot each
     assert dom.count('class="bar"') == 4  # two reason codes × two configurations
     assert shot.stat().st_size > 10_000
+
+
+def test_plan_prints_the_tasks_needed_from_a_rate_or_the_ledger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--rate", "0.4", "--effect", "0.05", "--runs-per-task", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1531 tasks to find a difference of 0.05 with 80% power") and "511 tasks if" in out
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    ledger = Ledger(url)
+    for t in range(6):
+        for r in _runs("m-a", f"t{t}", [1.0, 0.0]) + _runs("m-b", f"t{t}", [0.0, 1.0]):
+            ledger.add(r)
+    ledger.close()
+    assert main(["plan", "--from-ledger", url, "--effect", "0.1", "--runs-per-task", "2", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert (plan["task_variance"], plan["run_variance"]) == (0.0, 0.5) and plan["tasks"] == 393
+    assert "paired differences of m-a/p1 and m-b/p1 on 6 tasks" in plan["source"]
+    assert main(["plan", "--effect", "0.1"]) == 2

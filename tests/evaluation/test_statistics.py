@@ -23,7 +23,7 @@ from gradeflow.evaluation.statistics import (
 
 
 def test_clustered_variance_textbook_example() -> None:
-    # CR1 for a mean (Cameron & Miller 2015, eq. 11 with the G/(G-1) factor; Stata's `mean, vce(cluster)`):
+    # CR1 for a mean (Cameron & Miller 2015, with the G/(G-1) factor of Stata's `mean, vce(cluster)`):
     # clusters A=[1,0], B=[1,1], C=[0,0]; x̄ = 0.5; cluster sums of residuals 0, +1, -1;
     # Var = 3/2 · (0² + 1² + 1²) / 6² = 1/12.
     found = clustered_mean([1, 0, 1, 1, 0, 0], ["A", "A", "B", "B", "C", "C"])

@@ -1,9 +1,10 @@
 """How many tasks a study needs to find a difference: ``gradeflow plan``. Pure.
 
 The design is a paired comparison of two configurations on the same tasks, each task run ``runs``
-times per configuration. One task's difference has variance ω² + 2σ_w²/runs (Miller 2024, §5), with ω²
-the variance across tasks of the true difference and σ_w² the variance of one run around its task's
-mean. The tasks needed are ⌈(z_{1−α/2} + z_{power})² · that variance / effect²⌉.
+times per configuration. One task's difference has variance ω² + 2σ_w²/runs (Miller 2024, "Adding
+Error Bars to Evals", power analysis), with ω² the variance across tasks of the true difference and
+σ_w² the variance of one run around its task's mean. The tasks needed are
+⌈(z_{1−α/2} + z_{power})² · that variance / effect²⌉.
 
 - From a rate alone nothing tells ω² from σ_w²: the figure assumes the worst case, every run of a task
   alike (σ_w² = 0) and the two configurations unrelated (ω² = p₁q₁ + p₂q₂), so more runs cannot help;

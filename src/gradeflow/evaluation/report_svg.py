@@ -77,12 +77,10 @@ def forest_plot(groups: list[GroupStats]) -> str:
 
 
 def _shade(score: float) -> str:
-    """Red (0) through white to blue (1)."""
-    if score < 0.5:
-        level = int(255 * score * 2)
-        return f"rgb(255,{level},{level})"
-    level = int(255 * (1 - score) * 2)
-    return f"rgb({level},{level},255)"
+    """Red (0) through white (0.5) to blue (1), light enough for black text."""
+    end, weight = ((230, 110, 100), (0.5 - score) * 2) if score < 0.5 else ((110, 150, 230), (score - 0.5) * 2)
+    red, green, blue = (round(255 + (channel - 255) * weight) for channel in end)
+    return f"rgb({red},{green},{blue})"
 
 
 def heat_map(report: Report) -> str:

@@ -4,7 +4,7 @@ What a caller may rely on (the README gives each formula's source):
 
 - :func:`clustered_mean` is the cluster-robust (CR1) standard error of a mean: with G clusters and N
   values, Var = G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / N² (Cameron & Miller 2015; Miller 2024, "Adding
-  Error Bars to Evals", §2.3). With one value per cluster it is the plain s/√N; below two clusters the
+  Error Bars to Evals"). With one value per cluster it is the plain s/√N; below two clusters the
   standard error is ``None``.
 - :func:`wilson_interval` is Wilson's (1927) score interval, for pass rates where each cluster has one run.
 - :func:`paired_difference` is the mean over tasks of per-task differences (runs averaged within a task),
