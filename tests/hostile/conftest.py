@@ -37,7 +37,7 @@ def _selected(session: pytest.Session) -> tuple[list[tuple[Case, str]], list[Cas
         sandbox = params.params.get("sandbox")
         if sandbox is None:
             unguarded.append(case)
-        elif sandbox == "local" or docker_ready:
+        elif sandbox == "isolated" or docker_ready:
             pairs.append((case, sandbox))
     return pairs, unguarded
 

@@ -38,7 +38,7 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "task"
 BASE = TASKS / "repo"
 PATCHES = HERE / "patches"
-SANDBOXES = ("local", "docker")
+SANDBOXES = ("isolated", "docker")
 INTEGRITY_GATES = {"junit-tampered", "tamper-suspected", "test-infrastructure-modified"}
 """Reason codes that are hard gates in every shipped profile: their grade must be ``rejected``."""
 FAIL_TO_PASS = {("tests.test_calc", "test_divide_by_zero"), ("tests.test_hidden_calc", "test_divide_by_zero_message")}

@@ -57,14 +57,14 @@ def test_cases_are_well_formed() -> None:
     hostile = [c for c in CASES if c.klass != 0]
     assert len(hostile) >= 30
     assert {c.klass for c in hostile} == {1, 2, 3, 4, 5, 6}
-    assert all(set(c.sandboxes) <= {"local", "docker"} for c in CASES)
-    # Only an attack on the grader's own environment (local), the task whose setup needs pip (the docker
-    # image has none) and an attack on pluggy's newer class layout (the image has pluggy 1.0) skip docker;
-    # only class 5 skips local.
-    local_only = {c.name for c in CASES if "docker" not in c.sandboxes}
+    assert all(set(c.sandboxes) <= {"isolated", "docker"} for c in CASES)
+    # Only an attack on the grader's own interpreter (shared read-only by the isolated sandbox), the task
+    # whose setup needs pip (the docker image has none) and an attack on pluggy's newer class layout (the
+    # image has pluggy 1.0) skip docker; only class 5 (limits only a container has) skips isolated.
+    isolated_only = {c.name for c in CASES if "docker" not in c.sandboxes}
     expected = {"c2-shadow-base-plugin", "c3-rt-hookcaller-call-swap"}
-    assert local_only == expected | {c.name for c in CASES if c.task == "editable"}
-    assert {c.klass for c in CASES if "local" not in c.sandboxes} == {5}
+    assert isolated_only == expected | {c.name for c in CASES if c.task == "editable"}
+    assert {c.klass for c in CASES if "isolated" not in c.sandboxes} <= {5}
 
 
 @pytest.mark.docker
@@ -79,7 +79,7 @@ def test_a_tasks_setup_never_installs_into_gradeflows_environment(corpus: Corpus
     import site
     from pathlib import Path
 
-    graded = [name for (name, sandbox) in corpus.outcomes if sandbox == "local" and name.endswith("editable-fix")]
+    graded = [name for (name, sandbox) in corpus.outcomes if sandbox == "isolated" and name.endswith("editable-fix")]
     if not graded:
         pytest.skip("no grade of the editable task was selected in this session")
     with pytest.raises(importlib.metadata.PackageNotFoundError):

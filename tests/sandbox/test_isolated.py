@@ -136,10 +136,16 @@ def test_the_limits_hold(box: IsolatedSandbox) -> None:
     assert result.disk_full and not result.ok
 
 
-def test_files_a_command_writes_stay_for_the_next_command(box: IsolatedSandbox) -> None:
+def test_files_a_command_writes_stay_for_the_next_command_but_tmp(box: IsolatedSandbox) -> None:
     assert run(box, "echo kept > made.txt && echo home > $HOME/h && mkdir -p $TMPDIR/d")[0] == 0
-    assert run(box, "cat made.txt $HOME/h && test -d $TMPDIR/d")[1] == "kept\nhome\n"
+    assert run(box, "cat made.txt $HOME/h; test -d $TMPDIR/d || echo tmp-emptied")[1] == "kept\nhome\ntmp-emptied\n"
     assert (Path(box.workspace) / "made.txt").read_text() == "kept\n"
+
+
+def test_a_command_that_fills_tmp_is_disk_full(box: IsolatedSandbox) -> None:
+    result = box.run("head -c 40m /dev/zero > $TMPDIR/fill; echo done", env={}, timeout=30)
+    assert result.disk_full and result.stdout == "done\n"
+    assert not box.run("true", env={}, timeout=30).disk_full  # /tmp starts empty again
 
 
 def test_no_bwrap_means_sandbox_unavailable_with_a_hint(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ task asks for the network, network namespaces; a fresh ``/proc``, a minimal ``/d
 Run as another user, bwrap makes a user namespace instead and every capability is dropped. bwrap's
 first process in the pid namespace dies with its parent (``--die-with-parent``), and the kernel kills
 everything left in a namespace whose first process died: killing bwrap's process group ends the
-command and every daemon it started. Inside, the shell writes one byte to an inherited pipe and closes
-it just before it runs the command: no byte means bwrap (the sandbox) failed, not the command.
+command and every daemon it started. Inside, a shell writes one byte to an inherited pipe just before
+it runs the command (which does not inherit the pipe): no byte means bwrap (the sandbox) failed, not
+the command. When the command ends, the shell reports a full ``/tmp`` on the same pipe.
 """
 
 from __future__ import annotations
@@ -119,8 +120,11 @@ class BwrapContainment:
 
     def argv(self, command: str) -> list[str]:
         fd = self._status_write
-        # bash: dash takes no descriptor over 9 in a redirection. The command itself runs in ``/bin/sh``.
-        shell = ["/bin/bash", "-c", f'printf 1 >&{fd}; exec {fd}>&-; exec /bin/sh -c "$0"', command]
+        # bash: dash takes no descriptor over 9 in a redirection. The command itself runs in ``/bin/sh``,
+        # without the descriptor; afterwards a full ``/tmp`` is reported on it.
+        report = f'[ "$(stat -f -c %a /tmp 2>/dev/null)" = 0 ] && printf F >&{fd}'
+        wrapper = f'printf 1 >&{fd}; /bin/sh -c "$0" {fd}>&-; rc=$?; {report}; exit $rc'
+        shell = ["/bin/bash", "-c", wrapper, command]
         return [*self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
@@ -138,12 +142,13 @@ class BwrapContainment:
         self._reader.join(5.0)
         with contextlib.suppress(OSError):
             os.close(self._status_read)
-        if not self._status:
+        if not self._status.startswith(b"1"):
             tail = stderr.strip().splitlines()[-1:] or ["no message"]
             raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {tail[0][:200]} ({HINT})")
 
     def disk_full(self, exit_code: int | None) -> bool:
-        return self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25)
+        """The private ``/tmp`` was full when the command ended, or a file hit the size limit."""
+        return b"F" in self._status or (self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25))
 
     def _read_status(self) -> None:
         with contextlib.suppress(OSError):
@@ -180,7 +185,7 @@ class BwrapContainment:
         args += ["--proc", "/proc", "--dev", "/dev"]
         if view.disk is not None:
             args += ["--size", str(view.disk)]
-        args += ["--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--tmpfs", "/tmp"]
         made = {"/", "/tmp", "/proc", "/dev", *view.read_only}
         binds = [("--ro-bind", f) for f in view.read_only if f not in _SYSTEM and f not in _MERGED]
         for option, folder in [*binds, *(("--bind", f) for f in view.writable)]:

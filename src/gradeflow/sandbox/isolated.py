@@ -1,12 +1,13 @@
 """The isolated sandbox, the default on Linux: the local sandbox's private copy, each command in bubblewrap.
 
-Everything the local sandbox does (a scrubbed environment, a private ``HOME``, ``TMPDIR`` and Python
-environment layered over gradeflow's interpreter, output kept in bounded memory) plus, for every command
+Everything the local sandbox does (a scrubbed environment, a private ``HOME`` and Python environment
+layered over gradeflow's interpreter, output kept in bounded memory) plus, for every command
 (:mod:`gradeflow.sandbox._bwrap`):
 
 - **a view of the host by allow-list**: the system's folders (``/usr``, ``/etc``) and the interpreter's
   folders read-only, the harness folder read-only, the workspace and the sandbox's own folders
-  (output, ``HOME``, ``TMPDIR``, the private environment) writable, a private size-limited ``/tmp``, a
+  (output, ``HOME``, the private environment) writable, a private size-limited ``/tmp`` (``TMPDIR``, emptied
+  after every command), a
   fresh ``/proc`` and a minimal ``/dev``. Nothing else exists inside: no home folders, no other runs,
   nothing of gradeflow's state (``$GRADEFLOW_HOME``, Prefect's home, baselines, hidden tests' originals,
   the reference, the task spec), no host sockets (``/run``, the docker socket);
@@ -85,7 +86,7 @@ class IsolatedSandbox(LocalSandbox):
         self._hand_over()
         settings = self._settings
         scratch = self._scratch
-        writable = (self.workspace, *(str(scratch / name) for name in ("out", "home", "tmp", "env")))
+        writable = (self.workspace, *(str(scratch / name) for name in ("out", "home", "env")))
         view = View(
             read_only=(*self._read_only, str(scratch / "harness")),
             writable=writable,
@@ -100,6 +101,11 @@ class IsolatedSandbox(LocalSandbox):
         )
         return BwrapContainment(view, bwrap_path() or "bwrap")
 
+    def _environment(self, env: dict[str, str]) -> dict[str, str]:
+        # The temporary folder is the private, size-limited /tmp (emptied after every command), so that
+        # what a command leaves there counts against environment.disk, as in docker.
+        return {**super()._environment({}), "TMPDIR": "/tmp", **env}
+
     def _hand_over(self) -> None:
         """As root, give the command user the folders commands write, once after every change gradeflow made."""
         if not self._as_root:
@@ -107,7 +113,7 @@ class IsolatedSandbox(LocalSandbox):
         if self._handed_over:  # the output folder alone is made afresh by gradeflow before every command
             os.chown(self.output_dir, self._settings.uid, self._settings.gid)
             return
-        folders = [self.workspace, *(str(self._scratch / name) for name in ("out", "home", "tmp", "env"))]
+        folders = [self.workspace, *(str(self._scratch / name) for name in ("out", "home", "env"))]
         owner = f"{self._settings.uid}:{self._settings.gid}"
         # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
         done = subprocess.run(["chown", "-R", "-P", "-h", owner, *folders], capture_output=True, check=False)
