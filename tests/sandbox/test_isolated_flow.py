@@ -200,3 +200,15 @@ def test_the_same_candidate_in_the_local_sandbox_does_the_harm_the_checks_look_f
     assert seen["pristine"] == ['def f():\n    return "ok"\n']  # the cached base was poisoned...
     assert seen["nothing"].passed is True  # ...so a do-nothing patch passed
     assert _verdict(seen["hostile"])[1] == 0.0  # f() saw what it found and did not return "ok"
+
+
+def test_without_bwrap_a_grade_is_inconclusive_with_a_hint(monkeypatch: pytest.MonkeyPatch, prefect: None) -> None:
+    del prefect
+    from builders import EXAMPLES
+    from gradeflow.sandbox import _bwrap
+
+    monkeypatch.setattr(_bwrap, "_probed", {"answer": "bubblewrap (bwrap) is not installed; " + _bwrap.HINT})
+    result = grade(EXAMPLES / "calc" / "task.yaml", patch=EXAMPLES / "calc" / "reference.diff")
+    assert (result.status, result.reason_codes) == ("inconclusive", ["sandbox-unavailable"])
+    text = " ".join(m for c in result.components for m in c.messages) + " ".join(result.messages)
+    assert "--sandbox docker" in text and "bubblewrap" in text

@@ -183,3 +183,11 @@ def test_output_over_the_cap_is_cut_and_never_reaches_the_disk(box, tmp_path: Pa
     assert result.stdout.startswith("first\n") and result.stdout.endswith("last\n")
     assert len(result.stdout) <= MAX_OUTPUT_BYTES + 100 and "output truncated" in result.stdout
     assert grew[0] < size // 4
+
+
+def test_the_local_sandbox_warns_once_per_grade(capsys: pytest.CaptureFixture[str]) -> None:
+    from gradeflow.sandbox.local import LOCAL_WARNING, LocalSandboxFactory
+
+    LocalSandboxFactory().describe()
+    err = capsys.readouterr().err.splitlines()
+    assert err == [LOCAL_WARNING] and "trusted code only" in err[0]
