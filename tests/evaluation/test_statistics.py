@@ -17,7 +17,10 @@ from gradeflow.evaluation.statistics import (
     paired_difference,
     pass_hat_k,
     power_factor,
+    t_cdf,
+    t_quantile,
     tasks_needed,
+    two_sided_p,
     variance_components,
 )
 
@@ -70,10 +73,28 @@ def test_paired_difference_on_ten_tasks_and_by_repository() -> None:
     se = statistics.stdev(diffs) / math.sqrt(10)
     assert not found.refused and found.clusters == 10
     assert found.mean == pytest.approx(0.2) and found.se == pytest.approx(se)
-    assert found.ci == pytest.approx((0.2 - 1.959964 * se, 0.2 + 1.959964 * se), abs=1e-6)
-    assert found.p_value == pytest.approx(math.erfc(0.2 / se / math.sqrt(2)))
+    # Student's t with 9 degrees of freedom: t_{0.975, 9} = 2.262157 (any t table).
+    assert found.ci == pytest.approx((0.2 - 2.262157 * se, 0.2 + 2.262157 * se), abs=1e-6)
+    assert found.p_value == pytest.approx(2 * (1 - t_cdf(0.2 / se, 9)))
+    assert found.p_value is not None and found.p_value > math.erfc(
+        0.2 / se / math.sqrt(2)
+    )  # wider than the normal's with ten clusters
     repos = {f"t{i}": "r1" if i < 5 else "r2" for i in range(10)}
     assert paired_difference(a, b, repos).clusters == 2
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "quantile"),
+    # two-sided 5% and one-sided 20% points of Student's t, as any t table prints them
+    [(0.975, 1, 12.7062), (0.975, 5, 2.5706), (0.975, 9, 2.2622), (0.975, 30, 2.0423), (0.8, 9, 0.8834)],
+)
+def test_t_quantiles_against_the_table(p: float, df: int, quantile: float) -> None:
+    assert t_quantile(p, df) == pytest.approx(quantile, abs=5e-5)
+    assert t_cdf(quantile, df) == pytest.approx(p, abs=1e-5)
+    assert t_quantile(1 - p, df) == pytest.approx(-quantile, abs=5e-5)
+    assert two_sided_p(quantile, df) == pytest.approx(2 * (1 - p), abs=1e-5)
+    assert t_quantile(0.975, 1e7) == pytest.approx(1.959964, abs=1e-5)
+    assert two_sided_p(1.959964) == pytest.approx(0.05, abs=1e-6)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ What a caller may rely on:
 - A comparison's unit is the task: ``mean_difference`` is the mean over paired tasks of (mean of ``a``'s
   runs − mean of ``b``'s runs); its standard error is clustered (each task its own cluster, or tasks of
   one repository together when every record carries ``labels.repository``). The 95% interval and the
-  p-value are normal approximations; ``bootstrap_ci`` resamples tasks (never runs) with a fixed seed.
+  p-value use Student's t with clusters − 1 degrees of freedom; ``bootstrap_ci`` resamples tasks (never
+  runs) with a fixed seed.
 - Below :data:`~gradeflow.evaluation.statistics.MIN_PAIRED_TASKS` paired tasks the verdict is "too few
   paired tasks to tell (N)": no interval, no p-value, never "larger than the noise".
 - ``p_holm`` is Holm's adjustment over every comparison of the report; ``significant`` is ``p_holm`` < 0.05.
@@ -46,7 +47,7 @@ class Comparison(BaseModel):
     se: float | None
     """Clustered standard error of ``mean_difference``; ``None`` when refused."""
     ci: list[float] | None
-    """Normal 95% interval of ``mean_difference``; ``None`` when refused."""
+    """95% interval of ``mean_difference`` (t, clusters − 1 degrees of freedom); ``None`` when refused."""
     bootstrap_ci: list[float] | None
     """Paired bootstrap over tasks (percentile 95%); ``None`` when refused."""
     p_value: float | None
@@ -54,7 +55,7 @@ class Comparison(BaseModel):
     """``p_value`` after Holm's correction across the report's comparisons."""
     significant: bool
     mde: float | None
-    """The smallest true difference this comparison finds with 80% power at α = 0.05."""
+    """The smallest true difference this comparison finds with 80% power at α = 0.05: (t_{0.975} + t_{0.8}) · se."""
     verdict: str
     seed: int
     resamples: int
@@ -97,7 +98,7 @@ def compare(a: Group, b: Group, *, seed: int = 0, resamples: int = 2000) -> Comp
         p_value=_rounded(found.p_value),
         p_holm=_rounded(found.p_value),
         significant=found.p_value is not None and found.p_value < ALPHA,
-        mde=_rounded(minimum_detectable(found.se)) if not found.refused else None,
+        mde=_rounded(minimum_detectable(found.se, df=found.clusters - 1)) if not found.refused else None,
         verdict="",
         seed=seed,
         resamples=resamples,

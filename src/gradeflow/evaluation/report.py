@@ -9,10 +9,11 @@ Conventions a caller may rely on:
 - Standard errors are clustered (CR1, :mod:`gradeflow.evaluation.statistics`): by task, or by
   repository when every record carries ``labels.repository``; ``tasks``, ``graded`` (runs) and
   ``clusters`` say how many units stand behind each figure. ``pass_rate_ci`` is Wilson's interval when
-  each cluster has one run (``pass_rate_interval`` = ``wilson``), else mean ± 1.96 clustered SE clipped
-  to [0, 1] (``clustered``); ``mean_score_ci`` is always the clustered one.
+  each cluster has one run (``pass_rate_interval`` = ``wilson``), else mean ± t_{0.975, G−1} · clustered
+  SE clipped to [0, 1] (``clustered``); ``mean_score_ci`` is always the clustered one.
 - ``mde`` is the smallest difference in mean score from an equally noisy configuration on other runs of
-  the same size that a test at α = 0.05 finds with 80% power: 2.80 · √2 · ``mean_score_se``.
+  the same size that a test at α = 0.05 finds with 80% power: (t_{0.975} + t_{0.8}) · √2 ·
+  ``mean_score_se``, t with 2G − 2 degrees of freedom (≈ 2.80 · √2 · SE with many clusters).
 - ``std_score`` is the sample standard deviation (``None`` below two graded runs); ``pass_at_k`` is the
   unbiased estimator 1 − C(n−c, k)/C(n, k) per task and ``pass_hat_k`` (all k runs pass) C(c, k)/C(n, k),
   each averaged over the group's tasks, for k = 1 … the fewest graded runs any of its tasks has.
@@ -35,8 +36,8 @@ from gradeflow.errors import SpecError
 from gradeflow.evaluation.comparison import Comparison, Group, compare, compare_family, repositories
 from gradeflow.evaluation.ledger import GradeRecord
 from gradeflow.evaluation.statistics import (
-    Z95,
     clustered_mean,
+    interval,
     minimum_detectable,
     pass_at_k,
     pass_hat_k,
@@ -166,8 +167,8 @@ def _rate(records: Sequence[GradeRecord]) -> tuple[float | None, list[float] | N
         return _rounded(found.se), _pair_rounded(wilson), "wilson"
     if found.se is None:
         return None, None, "clustered"
-    interval = max(0.0, found.mean - Z95 * found.se), min(1.0, found.mean + Z95 * found.se)
-    return _rounded(found.se), _pair_rounded(interval), "clustered"
+    low, high = interval(found.mean, found.se, found.clusters)
+    return _rounded(found.se), _pair_rounded((max(0.0, low), min(1.0, high))), "clustered"
 
 
 def _score_estimate(graded: Sequence[GradeRecord]) -> tuple[float | None, list[float] | None, int]:
@@ -177,7 +178,7 @@ def _score_estimate(graded: Sequence[GradeRecord]) -> tuple[float | None, list[f
     found = clustered_mean([r.score or 0.0 for r in graded], names)
     if found.se is None:
         return None, None, found.clusters
-    return _rounded(found.se), _pair_rounded((found.mean - Z95 * found.se, found.mean + Z95 * found.se)), found.clusters
+    return _rounded(found.se), _pair_rounded(interval(found.mean, found.se, found.clusters)), found.clusters
 
 
 def summarize(
@@ -192,7 +193,7 @@ def summarize(
     _, strict_ci, _ = _rate(records)
     inconclusive = len(records) - len(graded)
     reasons = Counter(code for r in records for code in dict.fromkeys(r.reason_codes))
-    mde = minimum_detectable(score_se)
+    mde = minimum_detectable(score_se, df=2 * clusters - 2) if clusters > 1 else None
     return GroupStats(
         key=key,
         n=len(records),

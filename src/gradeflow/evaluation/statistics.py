@@ -7,13 +7,17 @@ What a caller may rely on (the README gives each formula's source):
   Error Bars to Evals"). With one value per cluster it is the plain s/√N; below two clusters the
   standard error is ``None``.
 - :func:`wilson_interval` is Wilson's (1927) score interval, for pass rates where each cluster has one run.
+- Intervals and p-values from a clustered standard error use Student's t with G − 1 degrees of freedom
+  (:func:`t_quantile`, :func:`t_cdf`), as Cameron & Miller (2015) advise for few clusters; with many it
+  is the normal's 1.96.
 - :func:`paired_difference` is the mean over tasks of per-task differences (runs averaged within a task),
   with the CR1 standard error of that mean (each task its own cluster, or tasks clustered by repository),
-  a normal 95% interval and a two-sided normal p-value. It refuses (no interval, no p-value) below
+  its 95% interval and two-sided p-value. It refuses (no interval, no p-value) below
   :data:`MIN_PAIRED_TASKS` paired tasks.
 - :func:`holm` is Holm's (1979) step-down adjustment of a family of p-values.
 - :func:`minimum_detectable` and :func:`tasks_needed` are the normal-approximation power formulas:
-  δ = (z_{1−α/2} + z_{1−β}) · SE and n = (z_{1−α/2} + z_{1−β})² · σ²/δ².
+  δ = (z_{1−α/2} + z_{1−β}) · SE (t quantiles when the degrees of freedom are known) and
+  n = (z_{1−α/2} + z_{1−β})² · σ²/δ².
 """
 
 from __future__ import annotations
@@ -34,11 +38,14 @@ __all__ = [
     "VarianceComponents",
     "clustered_mean",
     "holm",
+    "interval",
     "minimum_detectable",
     "paired_difference",
     "pass_at_k",
     "pass_hat_k",
     "power_factor",
+    "t_cdf",
+    "t_quantile",
     "tasks_needed",
     "two_sided_p",
     "variance_components",
@@ -129,16 +136,74 @@ def clustered_mean(values: Sequence[float], clusters: Sequence[str]) -> Clustere
     return ClusteredMean(mean=mean, se=se, n=n, clusters=g)
 
 
-def two_sided_p(z: float) -> float:
-    """P(|Z| ≥ |z|) for a standard normal Z."""
-    return math.erfc(abs(z) / math.sqrt(2))
+def _beta_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, c, d = 1e-300, 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1) < 1e-15:
+            break
+    return result
+
+
+def _betainc(a: float, b: float, x: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(a, b, x) / a
+    return 1 - front * _beta_fraction(b, a, 1 - x) / b
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T ≤ t) for Student's t with ``df`` degrees of freedom."""
+    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + t * t))
+    return 1 - tail if t >= 0 else tail
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom (bisection on :func:`t_cdf`)."""
+    if not 0 < p < 1 or df <= 0:
+        raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0, got {p} and {df}")
+    if p < 0.5:
+        return -t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while t_cdf(high, df) < p:
+        low, high = high, high * 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        low, high = (middle, high) if t_cdf(middle, df) < p else (low, middle)
+    return (low + high) / 2
+
+
+def interval(mean: float, se: float, clusters: int, level: float = 0.95) -> tuple[float, float]:
+    """mean ± t_{(1+level)/2, G−1} · se: the interval of a clustered mean over ``clusters`` clusters."""
+    half = t_quantile((1 + level) / 2, clusters - 1) * se
+    return mean - half, mean + half
+
+
+def two_sided_p(statistic: float, df: float | None = None) -> float:
+    """P(|T| ≥ |statistic|) for Student's t with ``df`` degrees of freedom, or a standard normal (``None``)."""
+    if df is None:
+        return math.erfc(abs(statistic) / math.sqrt(2))
+    return 2 * (1 - t_cdf(abs(statistic), df))
 
 
 def paired_difference(
     a: Mapping[str, Sequence[float]],
     b: Mapping[str, Sequence[float]],
     repository: Mapping[str, str] | None = None,
-    z: float = Z95,
 ) -> PairedDifference:
     """Per-task differences of ``a`` and ``b`` (task → run scores), clustered by ``repository[task]`` if given."""
     tasks = sorted(t for t in set(a) & set(b) if a[t] and b[t])
@@ -153,8 +218,8 @@ def paired_difference(
     )
     if refused or found.se is None:
         return base
-    ci = (found.mean - z * found.se, found.mean + z * found.se)
-    p = two_sided_p(found.mean / found.se) if found.se > 0 else None
+    ci = interval(found.mean, found.se, found.clusters)
+    p = two_sided_p(found.mean / found.se, found.clusters - 1) if found.se > 0 else None
     return base.model_copy(update={"ci": ci, "p_value": p})
 
 
@@ -177,9 +242,16 @@ def power_factor(alpha: float = 0.05, power: float = 0.8) -> float:
     return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
 
 
-def minimum_detectable(se: float | None, alpha: float = 0.05, power: float = 0.8) -> float | None:
-    """The smallest true difference a test with standard error ``se`` finds with probability ``power``."""
-    return None if se is None else power_factor(alpha, power) * se
+def minimum_detectable(
+    se: float | None, alpha: float = 0.05, power: float = 0.8, df: float | None = None
+) -> float | None:
+    """The smallest true difference a test with standard error ``se`` finds with probability ``power``
+    (normal quantiles, or Student's t with ``df`` degrees of freedom)."""
+    if se is None:
+        return None
+    if df is None:
+        return power_factor(alpha, power) * se
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * se
 
 
 def tasks_needed(variance: float, effect: float, alpha: float = 0.05, power: float = 0.8) -> int:
