@@ -180,3 +180,11 @@ def test_more_folders_can_be_shown_read_only(tmp_path: Path) -> None:
         result = box.run(f"sh {tool}/run.sh && touch {tool}/x", env={}, timeout=30)
     assert result.stdout == "agent\n" and result.exit_code != 0
     assert not (tool / "x").exists()
+
+
+def test_the_timeout_ends_the_command_and_everything_it_started(box: IsolatedSandbox) -> None:
+    marker = str(5000 + uuid.uuid4().int % 900)
+    result = box.run(f"setsid sleep {marker} & sleep {marker}", env={}, timeout=1)
+    assert result.timed_out and result.exit_code is None
+    alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == f"sleep\0{marker}"]
+    assert alive == []
