@@ -32,6 +32,7 @@ LAYERS = {
     "config": 6,
     "logs": 6,
     "bulk": 6,
+    "text": 6,
 }
 
 

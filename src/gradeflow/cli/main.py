@@ -23,6 +23,7 @@ from gradeflow.errors import GradeflowError, SpecError
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.text import for_terminal
 
 __all__ = ["main"]
 
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except GradeflowError as exc:
-        print(f"gradeflow: error: {exc}", file=sys.stderr)
+        print(f"gradeflow: error: {for_terminal(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("gradeflow: interrupted", file=sys.stderr)
@@ -153,15 +154,16 @@ def _write(path: Path, payload: str) -> None:
 
 
 def _describe(result: GradeResult) -> str:
-    lines = [result.summary(), f"decision: {result.decision}"]
+    """The grade for a terminal: every line escaped (file names and messages may hold ESC, CR or LF)."""
+    lines = [for_terminal(result.summary()), f"decision: {result.decision}"]
     if result.dimensions:
         shown = ", ".join(f"{d} {'n/a' if s is None else f'{s:.2f}'}" for d, s in result.dimensions.items())
         lines.append(f"dimensions ({result.profile}): {shown}")
     if result.reason_codes:
         lines.append(f"reasons: {', '.join(result.reason_codes)}")
-    lines += [f"  {m}" for m in result.messages]
+    lines += [f"  {for_terminal(m)}" for m in result.messages]
     for component in result.components:
-        lines += [f"  [{component.name}] {m}" for m in component.messages]
+        lines += [f"  [{for_terminal(component.name)}] {for_terminal(m)}" for m in component.messages]
     return "\n".join(lines)
 
 

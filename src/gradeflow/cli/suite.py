@@ -16,6 +16,7 @@ from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.suite import Suite
 from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.text import for_terminal
 
 if TYPE_CHECKING:
     from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
@@ -135,7 +136,7 @@ def _print_counts(outcome: Evaluation, submissions: int, ledger: str, *, as_json
         f"{inconclusive} inconclusive, {len(outcome.failed)} failed; ledger {ledger}"
     )
     for line in outcome.failed:
-        print(f"  failed: {line}", file=sys.stderr)
+        print(f"  failed: {for_terminal(line)}", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -164,7 +165,7 @@ def _report(args: argparse.Namespace) -> int:
         return 0
     print(f"{len(records)} records in {ledger.display_url}, by {', '.join(by)}")
     for stats in report.groups:
-        label = " / ".join(stats.key.values())
+        label = for_terminal(" / ".join(stats.key.values()))
         mean = "–" if stats.mean_score is None else f"{stats.mean_score:.3f}"
         rate = "–" if stats.pass_rate is None else f"{stats.pass_rate:.2f}"
         ci = _interval(stats.pass_rate_ci)
@@ -176,7 +177,7 @@ def _report(args: argparse.Namespace) -> int:
         )
         print(f"    {_units(stats)}")
     for comparison in report.comparisons:
-        print(comparison.verdict)
+        print(for_terminal(comparison.verdict))
     return 0
 
 
@@ -185,7 +186,7 @@ def _units(stats: GroupStats) -> str:
     se = "–" if stats.mean_score_se is None else f"{stats.mean_score_se:.3f}"
     mde = "–" if stats.mde is None else f"{stats.mde:.3f}"
     hat = ", ".join(f"^{k} {v:.2f}" for k, v in stats.pass_hat_k.items()) or "–"
-    weak = f"; weak tasks: {', '.join(stats.weak_tasks)}" if stats.weak_tasks else ""
+    weak = f"; weak tasks: {for_terminal(', '.join(stats.weak_tasks))}" if stats.weak_tasks else ""
     return (
         f"{stats.tasks} tasks, {stats.graded} runs, {stats.clusters} {stats.cluster_by} clusters; "
         f"mean SE={se} (clustered); pass interval {stats.pass_rate_interval or '–'}; "
@@ -204,7 +205,7 @@ def _review_report(
         return 0
     print(f"{len(found.reviewed)} reviewed grades of {len(records)}, by {', '.join(by)}")
     for stats in [*found.groups, found.overall]:
-        label = " / ".join(stats.key.values()) or "overall"
+        label = for_terminal(" / ".join(stats.key.values())) or "overall"
         print(
             f"  {label}: reviewed={stats.reviewed} agreement={_share(stats.agreement)} kappa={_share(stats.kappa)} "
             f"timed out={stats.timed_out}"
@@ -214,11 +215,12 @@ def _review_report(
     for grade in found.disagreements:
         score = "–" if grade.score is None else f"{grade.score:.3f}"
         verdict = "approve" if grade.passed else "reject"
-        print(
+        line = (
             f"  {grade.task_id} {grade.run_id} [{' / '.join(grade.key.values())}]: score {score} "
             f"{grade.automatic_decision} ({verdict}) -> {grade.final_decision} by {grade.reviewer}; "
             f"reasons: {', '.join(grade.reason_codes) or 'none'}"
         )
+        print(for_terminal(line))
     return 0
 
 

@@ -28,6 +28,7 @@ from gradeflow.evaluation.ledger import Ledger, ReviewRecord
 from gradeflow.models import GradeResult
 from gradeflow.models.spec import Decision
 from gradeflow.service.credentials import private_ledger
+from gradeflow.text import for_markdown, markdown_code
 
 __all__ = ["REVIEW_DEPLOYMENT", "ComponentLine", "ReviewInput", "ReviewRequest", "review_form", "review_grade"]
 
@@ -115,7 +116,8 @@ class ReviewRequest(BaseModel):
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Literal text in the form's markdown (a file name or test id may hold CR/LF, backticks, links)."""
+    return for_markdown(text)
 
 
 def review_form(request: ReviewRequest) -> str:
@@ -128,7 +130,7 @@ def review_form(request: ReviewRequest) -> str:
         "",
         f"Patch: {len(request.files_changed)} files, +{request.lines_added} / -{request.lines_removed} lines",
     ]
-    lines += [f"- `{_cell(path)}`" for path in request.files_changed]
+    lines += [f"- {markdown_code(path)}" for path in request.files_changed]
     lines += ["", "| component | role | score | passed | reason codes |", "|---|---|---|---|---|"]
     lines += [
         f"| {_cell(c.name)} | {c.role} | {c.score:.2f} | {'yes' if c.passed else 'no'} | {', '.join(c.reason_codes)} |"

@@ -15,6 +15,7 @@ from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult
 from gradeflow.profiles import Profile
 from gradeflow.tasks.snapshot import Snapshot
 from gradeflow.tasks.tests import TestsOutcome
+from gradeflow.text import for_markdown, for_terminal
 
 __all__ = ["combine_components", "publish_artifacts"]
 
@@ -64,10 +65,11 @@ def publish_artifacts(result: GradeResult) -> None:
             for c in result.components
         ],
     )
+    # Messages quote file names and test ids the candidate chose: literal text, never markdown.
     lines = [
         f"# {result.task_id} / {result.submission_id}",
         "",
-        f"**{result.summary()}**",
+        f"**{for_markdown(result.summary())}**",
         "",
         f"- status: `{result.status}`",
         f"- decision: `{result.decision}`",
@@ -75,7 +77,9 @@ def publish_artifacts(result: GradeResult) -> None:
         f"- files changed: {len(result.files_changed)} (+{result.lines_added} -{result.lines_removed})",
         "",
     ]
-    lines += [f"- {m}" for m in result.messages]
+    lines += [f"- {for_markdown(m)}" for m in result.messages]
     for component in result.components:
-        lines += ["", f"## {component.short()}", *[f"- {m}" for m in component.messages]]
-    create_markdown_artifact(key=key + "-summary", markdown="\n".join(lines), description=result.summary())
+        lines += ["", f"## {for_markdown(component.short())}", *[f"- {for_markdown(m)}" for m in component.messages]]
+    create_markdown_artifact(
+        key=key + "-summary", markdown="\n".join(lines), description=for_terminal(result.summary())
+    )
