@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from gradeflow.errors import SpecError
+from gradeflow.errors import SpecError, prefect_server_errors
 from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
@@ -67,7 +67,7 @@ def grade_in(session: Session, submission: Submission) -> GradeResult:
     from gradeflow.graders.withheld import withhold_hidden_timings
 
     spec = session.task_spec
-    with flow_runs_without_heartbeat():
+    with prefect_server_errors(), flow_runs_without_heartbeat():
         result = grade_submission(spec, submission, sandbox=session.factory, profile=session.profile, base=session.base)
     assert isinstance(result, GradeResult)
     return withhold_hidden_timings(spec, result)

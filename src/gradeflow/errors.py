@@ -24,6 +24,9 @@ sandbox still works (:mod:`gradeflow.tasks.attribution`): a graded 0, not an inc
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "BaselineBroken",
     "GitFailed",
@@ -36,6 +39,7 @@ __all__ = [
     "SpecError",
     "SubmissionError",
     "UnsupportedFileType",
+    "prefect_server_errors",
 ]
 
 
@@ -87,6 +91,20 @@ class InfraError(GradeflowError):
         super().__init__(message)
         if reason_code is not None:
             self.reason_code = reason_code
+
+
+@contextmanager
+def prefect_server_errors() -> Iterator[None]:
+    """Within the block, Prefect's temporary server not coming up (a ``RuntimeError`` with its whole output) is
+    an ``InfraError`` on one line: ``prefect-unavailable``, exit 3, like any environment failure."""
+    try:
+        yield
+    except RuntimeError as exc:
+        text = str(exc)
+        if "ephemeral Prefect API server" not in text:
+            raise
+        what = " ".join(text.split(" stdout:")[0].split())
+        raise InfraError(f"the Prefect server did not come up: {what}", reason_code="prefect-unavailable") from None
 
 
 class SandboxUnavailable(InfraError):

@@ -1,7 +1,8 @@
 """The ``gradeflow`` command.
 
 Exit codes: 0 passed (or valid), 1 graded and not passed (or invalid), 2 usage or input error,
-3 inconclusive (the environment failed, not the submission).
+3 inconclusive (the environment failed, not the submission: a sandbox, the ledger's database, a Prefect
+server that does not come up), 141 the reader of the output went away (``| head``), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,17 +13,21 @@ import os
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from gradeflow.cli.checkout import add_checkout_command, run_checkout
 from gradeflow.cli.plan import PLAN_COMMANDS, add_plan_command, run_plan_command
+from gradeflow.cli.run import add_run_command, run_run
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.cli.task import TASK_COMMANDS, add_task_commands, run_task_command
 from gradeflow.config import gradeflow_version
-from gradeflow.errors import GradeflowError, SpecError
+from gradeflow.errors import GradeflowError, SpecError, prefect_server_errors
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.spec import validation_message
 from gradeflow.text import for_terminal
 
 __all__ = ["main"]
@@ -70,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     add_checkout_command(sub)
     add_task_commands(sub)
     add_plan_command(sub)
+    add_run_command(sub)
     return parser
 
 
@@ -90,13 +96,23 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(os.environ.get("GRADEFLOW_LOG_LEVEL") or ("INFO" if service else "WARNING"))
     quiet_prefect()
     try:
-        return _dispatch(args)
+        with prefect_server_errors():
+            return _dispatch(args)
     except GradeflowError as exc:
         print(f"gradeflow: error: {for_terminal(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("gradeflow: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader left (``| head``): nothing more to print, and the interpreter's last flush must not fail.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except ValidationError as exc:
+        if not exc.title.endswith("Settings"):
+            raise
+        print(f"gradeflow: error: {for_terminal(validation_message(exc, 'Prefect settings'))}", file=sys.stderr)
+        return 2
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -118,6 +134,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_server_command(args)
     if args.command == "checkout":
         return run_checkout(args)
+    if args.command == "run":
+        return run_run(args)
     if args.command in TASK_COMMANDS:
         return run_task_command(args)
     if args.command in PLAN_COMMANDS:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -310,21 +311,34 @@ class Ledger:
         else:
             stmt = insert(table).values(values)
         try:
-            with self._engine.begin() as connection:
+            with self._answers("write a record"), self._engine.begin() as connection:
                 return connection.execute(stmt.returning(table.c.id)).first() is not None
         except IntegrityError:
             return False
 
+    @contextmanager
+    def _answers(self, doing: str) -> Iterator[None]:
+        """``InfraError`` (``ledger-unavailable``, one line) for a database that fails while ``doing``: a malformed
+        SQLite file, a server gone away. A duplicate key (``IntegrityError``) is left to the caller."""
+        try:
+            yield
+        except IntegrityError:
+            raise
+        except DBAPIError as exc:
+            raise InfraError(
+                f"ledger {self.display_url}: cannot {doing}: {str(exc.orig).strip()}", reason_code="ledger-unavailable"
+            ) from None
+
     def recorded_keys(self) -> set[tuple[str, str]]:
         """Every ``(content_key, run_id)`` in the ledger."""
-        with self._engine.connect() as connection:
+        with self._answers("read the records"), self._engine.connect() as connection:
             rows = connection.execute(select(_GradeRow.content_key, _GradeRow.run_id))
             return {(row[0], row[1]) for row in rows}
 
     def records(self, keys: Iterable[tuple[str, str]] | None = None) -> list[GradeRecord]:
         """All records in insertion order, or only those whose key is in ``keys``."""
         wanted = set(keys) if keys is not None else None
-        with self._engine.connect() as connection:
+        with self._answers("read the records"), self._engine.connect() as connection:
             rows = connection.execute(select(_GradeRow.__table__).order_by(_GradeRow.id)).mappings()
             found = [_to_record(row) for row in rows]
         return found if wanted is None else [r for r in found if r.key in wanted]
@@ -335,18 +349,18 @@ class Ledger:
 
     def reviews(self) -> list[ReviewRecord]:
         """Every review answer, oldest first."""
-        with self._engine.connect() as connection:
+        with self._answers("read the reviews"), self._engine.connect() as connection:
             rows = connection.execute(select(_ReviewRow.__table__).order_by(_ReviewRow.id)).mappings()
             return [ReviewRecord.model_validate(_row_values(row, _REVIEW_COLUMNS)) for row in rows]
 
     def add_strength(self, strength: StrengthRecord) -> None:
         """Record a strength run; the latest one per task spec digest is the one :meth:`strengths` reads."""
-        with self._engine.begin() as connection:
+        with self._answers("write a strength"), self._engine.begin() as connection:
             connection.execute(insert(cast(Table, _StrengthRow.__table__)).values(strength.model_dump(mode="python")))
 
     def strengths(self) -> dict[str, StrengthRecord]:
         """The latest strength per task spec digest."""
-        with self._engine.connect() as connection:
+        with self._answers("read the strengths"), self._engine.connect() as connection:
             rows = connection.execute(select(_StrengthRow.__table__).order_by(_StrengthRow.id)).mappings()
             found = [StrengthRecord.model_validate(_row_values(row, _STRENGTH_COLUMNS)) for row in rows]
         return {s.task_spec_hash: s for s in found}

@@ -145,6 +145,7 @@ def evaluate(
         raise ValueError("concurrency must be at least 1")
     for task_id in dict.fromkeys(item.task_id for item in suite.items):
         open_session(suite.tasks[task_id], sandbox, profile)
+    ledger.recorded_keys()  # a ledger that cannot be read is one line here, not a failed flow run's traceback
     runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=concurrency)
     if dask_address:
         from prefect_dask import DaskTaskRunner

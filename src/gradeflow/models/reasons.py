@@ -83,6 +83,7 @@ _ENVIRONMENT = {
     "setup-failed": "the task's setup failed on the pristine base (inconclusive)",
     "git-failed": "git failed on the grader's side (inconclusive)",
     "ledger-unavailable": "the ledger's database cannot be reached",
+    "prefect-unavailable": "the Prefect server did not come up or answer (inconclusive)",
     "internal-error": "gradeflow failed internally (inconclusive)",
 }
 
