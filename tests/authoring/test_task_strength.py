@@ -98,8 +98,9 @@ def test_a_weak_task_lists_its_survivors_fails_validate_and_is_flagged_in_report
     out = capsys.readouterr().out
     assert "strength of clamp-weak: kill rate 75% (3 of 4 wrong patches rejected, 1 survived" in out
     assert "SURVIVED     mutant-2-drop-statement (drop-statement src/clamp.py:3)" in out
-    survivor = out.split("survivor mutant-2-drop-statement (drop-statement):\n", 1)[1]
-    assert "+    pass\n+    if x > hi:\n+        return hi\n+    return x" in survivor  # the low branch gone, unnoticed
+    survivor = out.split("survivor mutant-2-drop-statement (drop-statement), against the reference fix:\n", 1)[1]
+    # The low branch gone, unnoticed:
+    assert "-    if x < lo:\n-        return lo\n+    pass\n     if x > hi:" in survivor
 
     digest = load_task(task).spec_hash()
     store = Ledger(ledger)

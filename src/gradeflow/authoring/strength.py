@@ -12,6 +12,7 @@ neither and stays out of the kill rate (killed / (killed + survived)).
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import tempfile
 from collections import defaultdict
@@ -39,6 +40,16 @@ class WrongPatch(BaseModel):
     path: str = ""
     line: int = 0
     patch: str
+    """The whole patch, base → wrong tree, as graded."""
+    change: str = ""
+    """What it changes in the fixed file: a unified diff, reference fix → wrong patch."""
+
+
+def _change(path: str, fixed: str, text: str) -> str:
+    lines = difflib.unified_diff(
+        fixed.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{path} (fix)", f"b/{path}", n=2
+    )
+    return "".join(lines)
 
 
 class WrongPatchOutcome(WrongPatch):
@@ -124,7 +135,13 @@ def _file_patches(tree: Path, path: str) -> tuple[list[Mutant], list[WrongPatch]
     base, fixed = _base_text(tree, path), (tree / path).read_text(encoding="utf-8")
     mutants = mutate(path, base, fixed) if path.endswith(".py") else []
     reverts = [
-        WrongPatch(submission_id=f"revert-{path.replace('/', '_')}-{i}", kind="revert-block", path=path, patch=patch)
+        WrongPatch(
+            submission_id=f"revert-{path.replace('/', '_')}-{i}",
+            kind="revert-block",
+            path=path,
+            patch=patch,
+            change=_change(path, fixed, text),
+        )
         for i, text in enumerate(reverted_blocks(base, fixed, path.endswith(".py")), 1)
         if (patch := _with_file(tree, path, text, fixed)).strip()
     ]
@@ -155,8 +172,16 @@ def wrong_patches(task: TaskSpec, reference: str, limit: int = 20) -> list[Wrong
         for number, mutant in enumerate(_pick(mutants, limit), 1):
             patch = _with_file(tree, mutant.path, mutant.source, fixed[mutant.path])
             sid = f"mutant-{number}-{mutant.operator}"
+            change = _change(mutant.path, fixed[mutant.path], mutant.source)
             found.append(
-                WrongPatch(submission_id=sid, kind=mutant.operator, path=mutant.path, line=mutant.line, patch=patch)
+                WrongPatch(
+                    submission_id=sid,
+                    kind=mutant.operator,
+                    path=mutant.path,
+                    line=mutant.line,
+                    patch=patch,
+                    change=change,
+                )
             )
         return found
     finally:

@@ -91,7 +91,7 @@ def measure_and_record(
 
 
 def print_strength(report: StrengthReport) -> None:
-    """The kill rate, the counts, and each survivor with its diff."""
+    """The kill rate, the counts, and each survivor with its diff against the fix (``--json``: the whole patch)."""
     rate = "–" if report.kill_rate is None else f"{report.kill_rate:.0%}"
     inconclusive = sum(o.killed is None for o in report.outcomes)
     print(
@@ -106,7 +106,8 @@ def print_strength(report: StrengthReport) -> None:
         reasons = ", ".join(outcome.reason_codes) or "none"
         print(f"  {state:12} {outcome.submission_id} ({outcome.kind}{where}) reasons: {reasons}")
     for survivor in report.survivors:
-        print(f"\nsurvivor {survivor.submission_id} ({survivor.kind}):\n{survivor.patch or '(the empty patch)'}")
+        shown = survivor.change or survivor.patch or "(the empty patch)"
+        print(f"\nsurvivor {survivor.submission_id} ({survivor.kind}), against the reference fix:\n{shown}")
 
 
 def run_strength(args: argparse.Namespace) -> int:
