@@ -4,7 +4,10 @@ Every delivery is checked in this order, each failure answered with a JSON ``{"e
 
 1. headers not complete within ``webhook.body_timeout`` (default 10 s) of the connection → the connection
    is closed; then a body not complete within as long again → 408 and the connection is closed;
-2. body larger than 1 MiB, counted while reading (``Content-Length`` is not trusted) → 413; a patch
+2. body larger than 1 MiB, declared (``Content-Length``) or counted while reading → 413 at once; more
+   than :data:`MAX_UNVERIFIED_BYTES` of bodies (declared or read) not yet signature-checked, summed over
+   every connection → 503 ``busy`` at once, the connection closed, so stalled senders hold at most that
+   much memory; a patch
    (sent or fetched) over :data:`MAX_PATCH_PARAMETER_BYTES` once JSON-encoded, which no flow run's
    parameters can carry → 413 ``patch-too-large`` (checked with the fields, step 4);
 3. ``X-Hub-Signature-256: sha256=<hex>`` missing → 401, not the HMAC-SHA256 of the raw body under
@@ -63,6 +66,7 @@ from gradeflow.spec import load_task
 __all__ = [
     "MAX_BODY_BYTES",
     "MAX_PATCH_PARAMETER_BYTES",
+    "MAX_UNVERIFIED_BYTES",
     "PrefectStarter",
     "Receiver",
     "RunStarter",
@@ -72,6 +76,8 @@ __all__ = [
 ]
 
 MAX_BODY_BYTES = 1 << 20
+MAX_UNVERIFIED_BYTES = 8 * MAX_BODY_BYTES
+"""Bytes of bodies being read before their signature is checked, over all connections at once."""
 MAX_PATCH_PARAMETER_BYTES = 448 * 1024
 """The largest patch (JSON-encoded) a served grade's flow run can carry: Prefect's server refuses runs
 whose parameters pass 512 KiB, and the request's other fields need room too."""
@@ -104,6 +110,8 @@ class Receiver:
     """Seconds a run creation may take before the answer is 503 (GitHub gives up on a hook after 10 s)."""
     body_timeout: float = 10.0
     """Seconds the body may take to arrive once the headers are in, before a 408."""
+    unverified: int = 0
+    """Bytes held now for bodies whose signature is not checked yet (see :func:`_read_body`)."""
 
 
 def sign(secret: bytes, body: bytes) -> str:
@@ -111,16 +119,35 @@ def sign(secret: bytes, body: bytes) -> str:
     return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
 
 
-async def _read_body(request: Request, timeout: float) -> bytes:
+def _hold(receiver: Receiver, size: int) -> None:
+    """Count ``size`` more unverified bytes, or refuse the request at once when all of them would pass the cap."""
+    if receiver.unverified + size > MAX_UNVERIFIED_BYTES:
+        raise Rejection(503, "busy", f"over {MAX_UNVERIFIED_BYTES} bytes of unsigned bodies are in flight; retry")
+    receiver.unverified += size
+
+
+async def _read_body(receiver: Receiver, request: Request) -> bytes:
+    """The body, counted against :data:`MAX_BODY_BYTES` and, with every other body being read, against
+    :data:`MAX_UNVERIFIED_BYTES` (a declared length is held up front); released when read or refused."""
+    declared = request.headers.get("content-length", "")
+    held = min(int(declared), MAX_BODY_BYTES + 1) if declared.isdigit() else 0
+    if held > MAX_BODY_BYTES:
+        raise Rejection(413, "too-large", f"body larger than {MAX_BODY_BYTES} bytes")
+    _hold(receiver, held)
     body = bytearray()
     try:
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(receiver.body_timeout):
             async for chunk in request.stream():
                 body += chunk
                 if len(body) > MAX_BODY_BYTES:
                     raise Rejection(413, "too-large", f"body larger than {MAX_BODY_BYTES} bytes")
+                if len(body) > held:
+                    _hold(receiver, len(body) - held)
+                    held = len(body)
     except TimeoutError:
-        raise Rejection(408, "body-timeout", f"the body did not arrive within {timeout:g} s") from None
+        raise Rejection(408, "body-timeout", f"the body did not arrive within {receiver.body_timeout:g} s") from None
+    finally:
+        receiver.unverified -= held
     return bytes(body)
 
 
@@ -132,7 +159,7 @@ def _verify(secret: bytes, body: bytes, header: str | None) -> None:
 
 
 async def _signed_json(receiver: Receiver, request: Request) -> Any:
-    body = await _read_body(request, receiver.body_timeout)
+    body = await _read_body(receiver, request)
     _verify(receiver.secret, body, request.headers.get("x-hub-signature-256"))
     try:
         return parse_json(body)
@@ -257,7 +284,7 @@ async def health(request: Request) -> JSONResponse:
 async def _rejected(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Rejection)
     # A body that did not arrive is not waited for any longer: the connection goes with the answer.
-    headers = {"Connection": "close"} if exc.status == 408 else None
+    headers = {"Connection": "close"} if exc.error in ("body-timeout", "too-large", "busy") else None
     return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status, headers=headers)
 
 
