@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,13 +43,35 @@ def run(box: IsolatedSandbox, command: str, **kwargs: object) -> tuple[int | Non
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as another user the command keeps that user's uid")
-def test_commands_run_as_the_task_user_with_no_capabilities(box: IsolatedSandbox) -> None:
-    code, out, _ = run(box, "id -u; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; umount -l /proc")
+def test_commands_run_as_a_user_of_their_own_with_no_capabilities(box: IsolatedSandbox) -> None:
+    code, out, _ = run(box, "id -u; id -un; grep -E '^(CapEff|CapPrm|NoNewPrivs)' /proc/self/status; umount -l /proc")
     lines = out.split()
-    assert lines[0] == "1000"
+    assert int(lines[0]) >= 200_000 and lines[1] == "sandbox"
     assert "0000000000000000" in out and out.count("0000000000000000") == 2
     assert "NoNewPrivs:" in out and lines[-1] == "1"
     assert code != 0  # umount failed: /proc is still the sandbox's own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as another user the command keeps that user's uid")
+def test_a_user_the_task_names_is_the_one_commands_run_as(tmp_path: Path) -> None:
+    with IsolatedSandboxFactory(EnvironmentSpec(user="1234:1234")).open(tmp_path) as box:
+        assert box.run("id -u; id -g", env={}, timeout=30).stdout.split() == ["1234", "1234"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="per-sandbox users need root")
+def test_a_process_hog_in_one_sandbox_leaves_the_next_ones_processes_alone(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with factory.open(tmp_path / "a") as hog, factory.open(tmp_path / "b") as other:
+        hold = "for i in $(seq 80); do sleep 5 & done; sleep 5"  # past its pids limit of 64
+        with ThreadPoolExecutor(1) as pool:
+            held = pool.submit(hog.run, hold, env={}, timeout=30)
+            time.sleep(1.5)
+            result = other.run("for i in $(seq 20); do sleep 0.1 & done; wait; echo forked", env={}, timeout=30)
+            held.result()
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "forked\n", "")
 
 
 def test_only_the_commands_own_processes_are_visible(box: IsolatedSandbox) -> None:

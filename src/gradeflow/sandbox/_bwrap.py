@@ -73,6 +73,8 @@ class View:
     """Size of the private ``/tmp`` and of any one file written (``RLIMIT_FSIZE``)."""
     symlinks: tuple[tuple[str, str], ...] = field(default=())
     """``(target, link)`` pairs: the merged-``/usr`` links (``/bin`` → ``usr/bin``) as on the host."""
+    files: tuple[tuple[str, str], ...] = field(default=())
+    """``(host file, path inside)`` pairs shown read-only over what the system folders hold there."""
 
 
 def interpreter_folders() -> tuple[str, ...]:
@@ -196,6 +198,8 @@ class BwrapContainment:
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
             args += [option, folder, folder]
+        for source, target in view.files:
+            args += ["--ro-bind", source, target]
         return [*args, "--chdir", view.workdir, "--"]
 
     def _user(self) -> list[str]:

@@ -25,11 +25,11 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from gradeflow.sandbox.base import OutputCapture
 
-__all__ = ["MARKER", "Containment", "Drain", "Feed", "kill_group", "pid_namespace_available"]
+__all__ = ["MARKER", "CommandContainment", "Containment", "Drain", "Feed", "kill_group", "pid_namespace_available"]
 
 MARKER = "GRADEFLOW_COMMAND_TOKEN"
 """The variable that marks a command's processes when no PID namespace is used."""
@@ -57,6 +57,19 @@ def _probe() -> bool:
         return subprocess.run([*_UNSHARE, "true"], capture_output=True, timeout=10, check=False).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+class CommandContainment(Protocol):
+    """How one command is started and ended: the local sandbox's :class:`Containment`, the isolated one's bwrap."""
+
+    pass_fds: tuple[int, ...]
+
+    def argv(self, command: str) -> list[str]: ...
+    def environment(self, env: dict[str, str]) -> dict[str, str]: ...
+    def started(self) -> None: ...
+    def kill_all(self, leader: int) -> None: ...
+    def check_started(self, command: str, stderr: str) -> None: ...
+    def disk_full(self, exit_code: int | None) -> bool: ...
 
 
 class Containment:

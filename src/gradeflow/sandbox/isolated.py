@@ -27,6 +27,8 @@ run in another.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import os
 import platform
 import subprocess
@@ -61,10 +63,25 @@ class IsolationSettings:
         if int(uid) == 0:
             raise SpecError("environment.user: the isolated sandbox never runs commands as root (uid 0)")
         self.uid, self.gid = int(uid), int(gid)
+        self.own_user = "user" not in environment.model_fields_set
+        """No ``environment.user`` given: every sandbox gets a user of its own (see :func:`sandbox_user`)."""
         self.network = environment.network
         self.memory = parse_size(environment.memory)
         self.pids = environment.pids
         self.disk = parse_size(environment.disk) if environment.disk else min(DEFAULT_DISK, self.memory // 2)
+
+
+_USERS = itertools.count()
+_FIRST_UID, _UIDS = 200_000, 60_000
+
+
+def sandbox_user() -> int:
+    """A uid (and gid) no other sandbox of this machine is likely to hold now, and no account has.
+
+    Limits kept per user (``RLIMIT_NPROC``) are then per sandbox: a fork bomb in one run cannot take the
+    process slots of another run graded at the same time.
+    """
+    return _FIRST_UID + (os.getpid() * 7919 + next(_USERS)) % _UIDS
 
 
 class IsolatedSandbox(LocalSandbox):
@@ -75,20 +92,25 @@ class IsolatedSandbox(LocalSandbox):
     def __init__(self, host_workspace: Path, settings: IsolationSettings, read_only: tuple[str, ...] = ()) -> None:
         """``read_only``: more host folders commands see read-only at their paths (an agent's installation)."""
         super().__init__(host_workspace, pid_namespace=False)
-        self._settings = settings
         self._as_root = os.geteuid() == 0
+        if self._as_root and settings.own_user:
+            settings = copy.copy(settings)
+            settings.uid = settings.gid = sandbox_user()
+        self._settings = settings
+        self._accounts = self._write_accounts() if self._as_root else ()
         self._handed_over = False
         system, links = system_view()
         self._read_only = (*system, *interpreter_folders(), *(str(Path(f).resolve()) for f in read_only))
         self._links = links
 
-    def _containment(self) -> BwrapContainment:  # type: ignore[override]  # same interface, not a subclass
+    def _containment(self) -> BwrapContainment:
         self._hand_over()
         settings = self._settings
         scratch = self._scratch
         writable = (self.workspace, *(str(scratch / name) for name in ("out", "home", "env")))
         view = View(
             read_only=(*self._read_only, str(scratch / "harness")),
+            files=self._accounts,
             writable=writable,
             workdir=self.workspace,
             network=settings.network,
@@ -105,6 +127,24 @@ class IsolatedSandbox(LocalSandbox):
         # The temporary folder is the private, size-limited /tmp (emptied after every command), so that
         # what a command leaves there counts against environment.disk, as in docker.
         return {**super()._environment({}), "TMPDIR": "/tmp", **env}
+
+    def _write_accounts(self) -> tuple[tuple[str, str], ...]:
+        """``/etc/passwd`` and ``/etc/group`` as the host has them plus the command user, for tools that look
+        the current user up (``getpass``, ``git``, ``pip``)."""
+        uid, gid, home = self._settings.uid, self._settings.gid, self._scratch / "home"
+        lines = {
+            "passwd": f"sandbox:x:{uid}:{gid}:gradeflow sandbox:{home}:/bin/sh\n",
+            "group": f"sandbox:x:{gid}:\n",
+        }
+        files = []
+        for name, line in lines.items():
+            host = Path("/etc") / name
+            text = host.read_text(errors="replace") if host.is_file() else ""
+            ours = self._scratch / f"etc-{name}"
+            ours.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
+            ours.chmod(0o644)
+            files.append((str(ours), str(host)))
+        return tuple(files)
 
     def _hand_over(self) -> None:
         """As root, give the command user the folders commands write, once after every change gradeflow made."""

@@ -30,7 +30,7 @@ from typing import ClassVar
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import SandboxUnavailable
-from gradeflow.sandbox._local_procs import Containment, Drain, Feed, pid_namespace_available
+from gradeflow.sandbox._local_procs import CommandContainment, Containment, Drain, Feed, pid_namespace_available
 from gradeflow.sandbox.base import (
     BASE_ENV,
     CommandResult,
@@ -175,7 +175,7 @@ class LocalSandbox(Sandbox):
             stdout_bytes=stdout.total,
         )
 
-    def _containment(self) -> Containment:
+    def _containment(self) -> CommandContainment:
         """How the next command is started and its processes ended (the isolated sandbox wraps it in bwrap)."""
         return Containment(self._pid_namespace)
 
