@@ -18,7 +18,7 @@ from evaluate_helpers import database, postgres_url, write_suite
 from fakes import BUG, fake_pytest
 from gradeflow.cli import main
 from gradeflow.evaluation.ledger import GradeRecord, Ledger
-from gradeflow.evaluation.records import PlannedGrade, record_for
+from gradeflow.evaluation.records import PlannedGrade, record_for, repository_key
 from gradeflow.evaluation.suite import load_suite
 from gradeflow.flows.evaluate import Evaluation, evaluate
 from gradeflow.flows.grade import grade_submission
@@ -189,8 +189,13 @@ def test_a_record_keeps_no_text(tmp_path: Path) -> None:
     )
     record = record_for(planned, result, 1.5)
     dumped = record.model_dump_json()
-    for text in (secret_message, "divide", "leak", "src/calc.py", "ZeroDivisionError"):
+    for text in (secret_message, "divide", "leak", "src/calc.py", "ZeroDivisionError", planned.task.repo):
         assert text not in dumped
+    assert (
+        record.labels["repository"]
+        == repository_key(planned.task)
+        != repository_key(planned.task.model_copy(update={"repo": planned.task.repo + "-other"}))
+    )
     assert (record.tests_passed, record.tests_failed, record.files_changed, record.timings) == (3, 2, 1, {"total": 1.5})
 
 

@@ -11,7 +11,7 @@ from gradeflow.evaluation.suite import SuiteItem
 from gradeflow.graders.withheld import withhold_hidden_timings, withholds_hidden_details
 from gradeflow.models import GradeResult, TaskSpec
 
-__all__ = ["PlannedGrade", "record_for"]
+__all__ = ["PlannedGrade", "record_for", "repository_key"]
 
 
 class PlannedGrade(BaseModel):
@@ -32,6 +32,14 @@ class PlannedGrade(BaseModel):
     @property
     def label(self) -> str:
         return f"{self.item.task_id} {self.item.model_id} {self.item.run_id}"
+
+
+def repository_key(task: TaskSpec) -> str:
+    """A name for the task's repository, the same for every task on it (a hash: the ledger keeps no paths).
+
+    Reports cluster by it (``labels.repository``); a suite item's own ``repository`` label wins.
+    """
+    return hashlib.sha256(task.repo.encode()).hexdigest()[:12]
 
 
 def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> GradeRecord:
@@ -56,7 +64,7 @@ def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> Gr
         prompt_revision=item.prompt_revision,
         grader_revision=result.gradeflow_version,
         profile=result.profile,
-        labels=dict(item.labels),
+        labels={"repository": repository_key(planned.task), **item.labels},
         tool_calls=item.tool_calls,
         tests_passed=counts[0] if counts else None,
         tests_failed=counts[1] if counts else None,
