@@ -100,11 +100,15 @@ def load_model(
         raise SpecError(validation_message(exc, str(path))) from None
 
 
-def load_task(path: str | Path) -> TaskSpec:
-    """Read and validate a task spec; relative paths resolve against its folder. ``SpecError`` on any problem."""
+def load_task(path: str | Path, *, scored: bool = True) -> TaskSpec:
+    """Read and validate a task spec; relative paths resolve against its folder. ``SpecError`` on any problem.
+
+    ``scored``: a spec that leaves nothing to score (:func:`~gradeflow.models.spec.nothing_to_score`) is a
+    problem too; ``task new`` reads its skeleton, whose tests are not derived yet, with ``scored=False``.
+    """
     file = Path(path)
     task = load_model(file, TaskSpec, "task spec", context={"base_dir": file.resolve().parent})
-    problem = nothing_to_score(task)
+    problem = nothing_to_score(task) if scored else None
     if problem is not None:
         raise SpecError(f"{file}: {problem}")
     return task

@@ -216,7 +216,7 @@ def prepare_new_task(request: NewTaskRequest) -> PreparedTask:
 def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
     """Run the tests on both sides, write the derived lists into the task spec, and validate it."""
     request, reference = prepared.request, prepared.reference
-    task = load_task(request.out)
+    task = load_task(request.out, scored=False)
     session = open_session(task, "local")
     progress(f"running the tests {request.repeat}x on the base and {request.repeat}x with the reference")
     with flow_runs_without_heartbeat():

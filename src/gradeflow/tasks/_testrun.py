@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from gradeflow.errors import InfraError
+from gradeflow.logs import scrub
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
@@ -20,6 +21,7 @@ from gradeflow.tasks._harness import (
 )
 from gradeflow.tasks._harness_boot import pytest_ran_without_harness
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
+from gradeflow.text import for_terminal
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
 
@@ -182,17 +184,47 @@ def _cross_check(evidence: TestRunEvidence, mtime: float, started: float) -> Tes
     return evidence.model_copy(update={"junit_tampered": True, "junit_error": why})
 
 
-def require_report(evidence: TestRunEvidence, where: str) -> TestRunEvidence:
-    """The evidence, or ``InfraError`` when the run produced no usable report (used on the pristine base)."""
+def require_report(evidence: TestRunEvidence, where: str, task: TaskSpec | None = None) -> TestRunEvidence:
+    """The evidence, or ``InfraError`` when the run produced no usable report (used on the pristine base).
+
+    The message says what to fix: the reason, the exit code (with pytest's meaning of it), and, given the
+    ``task``, its test command and the last lines of the run's output, redacted (token-like strings, the
+    grader's environment values and the task's ``env`` values become ``[redacted]``) and on one line.
+    """
     if evidence.timed_out or evidence.disk_full or not evidence.junit_found or evidence.junit_error:
         why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
         if evidence.disk_full:
             why = "disk-limit-exceeded: the run filled environment.disk"
         elif evidence.junit_too_large:
             why = f"junit-too-large: {why}"
-        # The command's output stays out of the message: results never carry file contents or secrets.
-        raise InfraError(
-            f"{where}: the test command gave no usable report ({why}, exit code {evidence.exit_code})",
-            reason_code="baseline-broken",
-        )
+        message = f"{where}: the test command gave no usable report ({why}, exit code {_exit_meaning(evidence)})"
+        if task is not None:
+            message += f"; command: {for_terminal(task.tests.command)}{_last_lines(evidence, task)}"
+        raise InfraError(message, reason_code="baseline-broken")
     return evidence
+
+
+_PYTEST_EXITS = {
+    2: "pytest was interrupted or a test file could not be collected",
+    3: "pytest's internal error",
+    4: "pytest's usage error: an unknown option, or a plugin (-p) or conftest it could not load",
+    5: "pytest collected no tests",
+}
+
+
+def _exit_meaning(evidence: TestRunEvidence) -> str:
+    meaning = _PYTEST_EXITS.get(evidence.exit_code or 0) if "pytest" in evidence.output_tail.lower() else None
+    return f"{evidence.exit_code}: {meaning}" if meaning else str(evidence.exit_code)
+
+
+_SHOWN_LINES = 5
+
+
+def _last_lines(evidence: TestRunEvidence, task: TaskSpec) -> str:
+    """``; last output: a | b | c``: the run's last non-blank lines, cut, redacted and escaped, or nothing."""
+    lines = [line.strip()[:200] for line in evidence.output_tail.splitlines() if line.strip()][-_SHOWN_LINES:]
+    if not lines:
+        return "; no output"
+    values = [v for v in task.candidate_env().values() if len(v) >= 8]
+    shown = " | ".join(for_terminal(scrub(scrub(line), values)) for line in lines)
+    return f"; last output: {shown}"

@@ -212,7 +212,7 @@ def base_test_run(
         harness = start_harness(task_spec, workspace, None, None)
         with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
             evidence = run_test_command(task_spec, sandbox, harness=harness)
-            return require_report(evidence, f"task {task_spec.task_id} base")
+            return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
 

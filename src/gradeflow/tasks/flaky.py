@@ -16,14 +16,14 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
-from gradeflow.errors import SubmissionError
+from gradeflow.errors import InfraError, SubmissionError
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import Outcome, TestCaseResult
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._junit import outcomes_for
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._testrun import run_test_command
+from gradeflow.tasks._testrun import require_report, run_test_command
 from gradeflow.tasks.baseline import Baseline, inject_hidden_on_base, task_sandbox, working_copy
 
 __all__ = ["FlakyTest", "RepeatedRuns", "flaky_tests", "repeat_tests"]
@@ -117,9 +117,11 @@ def repeat_tests(
         with task_sandbox(task_spec, workspace, baseline, sandboxes) as sandbox:
             for number in range(1, runs + 1):
                 evidence = run_test_command(task_spec, sandbox)
-                if evidence.timed_out or not evidence.junit_found or evidence.junit_error:
-                    why = "timed out" if evidence.timed_out else evidence.junit_error or "no JUnit report"
-                    repeated.errors.append(f"run {number}: {why}")
+                try:
+                    # The first failure explains itself (command, exit code, last output); later ones just say so.
+                    require_report(evidence, f"run {number}", None if repeated.errors else task_spec)
+                except InfraError as exc:
+                    repeated.errors.append(str(exc))
                 else:
                     _record(repeated, evidence.cases)
     finally:

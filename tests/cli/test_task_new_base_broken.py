@@ -1,0 +1,27 @@
+"""``task new`` on a command that gives no report explains why: the command, the exit code with pytest's
+meaning and the run's last output lines, in its one error line (exit 3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_task_new import project
+
+from gradeflow.cli import main
+
+__all__ = ["project"]
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_command_pytest_refuses_is_explained(
+    project: tuple[Path, str, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base, _, patch = project
+    command = "python -m pytest -q --no-such-option --junitxml={junit}"
+    argv = ["task", "new", "--repo", str(repo), "--base", base, "--reference", str(patch), "--tests", command]
+    assert main([*argv, "--repeat", "1", "--out", str(tmp_path / "t" / "task.yaml")]) == 3
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gradeflow: error:")]
+    assert len(err) == 1, err
+    assert f"command: {command}" in err[0] and "exit code 4: pytest's usage error" in err[0]
+    assert "unrecognized arguments: --no-such-option" in err[0]
