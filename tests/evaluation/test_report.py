@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import os
@@ -9,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -304,6 +306,51 @@ def test_html_report_renders_its_plots_in_headless_chromium(tmp_path: Path) -> N
     assert dom.count('class="score"') == 9  # the nine graded scores, one dot each
     assert dom.count('class="bar"') == 4  # two reason codes × two configurations
     assert shot.stat().st_size > 10_000
+
+
+def _chromium_page_class() -> Any:
+    """tests/service/chromium_page.py's ChromiumPage (that folder is not on the path from here)."""
+    spec = importlib.util.spec_from_file_location(
+        "chromium_page", Path(__file__).parents[1] / "service" / "chromium_page.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ChromiumPage
+
+
+LAYOUT = """(() => {
+  const box = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.width]; };
+  const forest = document.querySelector('svg[data-plot="forest"]');
+  const cells = [...document.querySelectorAll('svg[data-plot="heat-map"] rect.cell')];
+  return {
+    intervals: [...forest.querySelectorAll('line.interval')].map(box),
+    estimates: [...forest.querySelectorAll('rect.estimate')].map(box),
+    cells: cells.map((c) => [box(c)[1], getComputedStyle(c).fill, c.textContent]),
+  };
+})()"""
+
+
+def test_forest_plot_and_heat_map_lay_out_in_headless_chromium(tmp_path: Path) -> None:
+    browser = _chromium()
+    tasks = [f"t{i}" for i in range(10)]
+    records = [r for i, t in enumerate(tasks) for r in _runs("m-a", t, [1.0, 1.0 if i % 3 else 0.0])]
+    records += [r for i, t in enumerate(tasks) for r in _runs("m-b", t, [0.0, 1.0 if i % 2 else 0.0])]
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(build_report(records, ["model_id"]), records), encoding="utf-8")
+    page = _chromium_page_class()(browser, tmp_path / "profile")
+    try:
+        page.goto(page_file.as_uri())
+        page.wait_for_text(["Configurations with their intervals", "Tasks by configuration"])
+        layout = page.evaluate(LAYOUT)
+    finally:
+        page.close()
+    assert len(layout["intervals"]) == len(layout["estimates"]) == 2
+    for (left, width), (square_left, square_width) in zip(layout["intervals"], layout["estimates"], strict=True):
+        assert width > 20 and left < square_left + square_width / 2 < left + width  # the mean inside its interval
+    assert len(layout["cells"]) == 20 and all(width > 20 for width, _, _ in layout["cells"])
+    fills = {title.split(": ")[1].split(" ")[0]: fill for _, fill, title in layout["cells"]}
+    assert fills["1.00"] != fills["0.50"] != fills["0.00"] != fills["1.00"]  # shaded by the score
 
 
 def test_plan_prints_the_tasks_needed_from_a_rate_or_the_ledger(
