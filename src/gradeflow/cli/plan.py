@@ -15,7 +15,7 @@ PLAN_COMMANDS = ("plan",)
 def add_plan_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``plan``."""
     plan = sub.add_parser("plan", help="tasks needed to tell two configurations apart (80%% power, alpha 0.05)")
-    plan.add_argument("--rate", type=float, help="the expected pass rate, e.g. 0.4")
+    plan.add_argument("--rate", type=float, help="the expected pass rate, e.g. 0.4 (unused with --from-ledger)")
     plan.add_argument("--effect", type=float, required=True, help="the difference to find, e.g. 0.05")
     plan.add_argument("--runs-per-task", type=int, default=1, metavar="K", help="runs of each task per configuration")
     plan.add_argument(
