@@ -20,6 +20,7 @@ LAYERS = {
     "api": 0,
     "service": 1,
     "authoring": 1,
+    "agents": 1,
     "flows": 2,
     "tasks": 3,
     "graders": 4,

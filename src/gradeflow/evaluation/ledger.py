@@ -53,6 +53,7 @@ __all__ = [
     "ReviewDecision",
     "ReviewRecord",
     "StrengthRecord",
+    "TrialRecord",
     "ledger_url",
 ]
 
@@ -225,6 +226,58 @@ class _StrengthRow(_Base):
 _STRENGTH_COLUMNS = [c.name for c in _StrengthRow.__table__.columns if c.name != "id"]
 
 
+class TrialRecord(BaseModel):
+    """What an agent did in one trial (``gradeflow run``), kept beside the grade of what it left.
+
+    Counts, codes and durations only: the agent's output is a Prefect artifact, never a record.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    content_key: str
+    run_id: str
+    """With ``content_key``, the key of the trial's grade record."""
+    task_id: str
+    model_id: str
+    prompt_revision: str
+    agent_digest: str
+    """sha256 of the agent command (or of the built-in agent's name), 16 hex digits."""
+    exit_code: int | None
+    """``None`` when the agent was stopped at its timeout or never started."""
+    timed_out: bool = False
+    agent_seconds: float = 0.0
+    tool_calls: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    flow_run_id: str = ""
+    """The ``agent-trial`` flow run."""
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class _TrialRow(_Base):
+    __tablename__ = "gradeflow_trials"
+    __table_args__ = (UniqueConstraint("content_key", "run_id", name="uq_gradeflow_trials_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    content_key: Mapped[str] = mapped_column(String(64), index=True)
+    run_id: Mapped[str] = mapped_column(String(200))
+    task_id: Mapped[str] = mapped_column(String(128))
+    model_id: Mapped[str] = mapped_column(String(200))
+    prompt_revision: Mapped[str] = mapped_column(String(200))
+    agent_digest: Mapped[str] = mapped_column(String(64))
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    timed_out: Mapped[bool] = mapped_column(Boolean)
+    agent_seconds: Mapped[float] = mapped_column(Float)
+    tool_calls: Mapped[int | None] = mapped_column(Integer)
+    input_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_tokens: Mapped[int | None] = mapped_column(Integer)
+    flow_run_id: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+_TRIAL_COLUMNS = [c.name for c in _TrialRow.__table__.columns if c.name != "id"]
+
+
 def ledger_url(explicit: str | None = None) -> str:
     """The ledger's SQLAlchemy URL: ``explicit``, ``$GRADEFLOW_DATABASE_URL``, or the default SQLite file."""
     value = explicit or os.environ.get("GRADEFLOW_DATABASE_URL") or str(DEFAULT_LEDGER)
@@ -364,6 +417,16 @@ class Ledger:
             rows = connection.execute(select(_StrengthRow.__table__).order_by(_StrengthRow.id)).mappings()
             found = [StrengthRecord.model_validate(_row_values(row, _STRENGTH_COLUMNS)) for row in rows]
         return {s.task_spec_hash: s for s in found}
+
+    def add_trial(self, trial: TrialRecord) -> bool:
+        """Record a trial; ``False`` when ``(content_key, run_id)`` was already recorded."""
+        return self._insert_once(cast(Table, _TrialRow.__table__), trial.model_dump(mode="python"))
+
+    def trials(self) -> list[TrialRecord]:
+        """Every trial, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(select(_TrialRow.__table__).order_by(_TrialRow.id)).mappings()
+            return [TrialRecord.model_validate(_row_values(row, _TRIAL_COLUMNS)) for row in rows]
 
     def close(self) -> None:
         """Release the connection pool."""

@@ -87,6 +87,11 @@ _ENVIRONMENT = {
     "internal-error": "gradeflow failed internally (inconclusive)",
 }
 
+_AGENT = {
+    "agent-timeout": "the agent ran past its wall-time budget (its workspace is graded as it left it)",
+    "agent-failed": "the agent exited with an error (its workspace is graded as it left it)",
+}
+
 BUILTIN_REASON_CODES: Mapping[str, str] = {
     **_SUBMISSION,
     **_CONSTRAINTS,
@@ -97,6 +102,7 @@ BUILTIN_REASON_CODES: Mapping[str, str] = {
     **_HARD_STOPS,
     **_GRADER,
     **_ENVIRONMENT,
+    **_AGENT,
 }
 """Every code gradeflow itself emits, with its meaning."""
 

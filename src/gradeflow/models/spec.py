@@ -320,6 +320,13 @@ class EnvironmentSpec(_Spec):
         return value
 
 
+class AgentSpec(_Spec):
+    """How ``gradeflow run`` launches an agent on this task (never how its tests run)."""
+
+    network: bool = False
+    """The agent's own network (its model's API); the tests never get it from here."""
+
+
 def parse_size(value: str) -> int:
     """Bytes in a size like ``512m`` or ``2g`` (``b``, ``k``, ``m``, ``g``: powers of 1024); else ``ValueError``."""
     size = _SIZE.match(value.strip())
@@ -349,6 +356,8 @@ class TaskSpec(_Spec):
     grading: GradingSpec = Field(default_factory=GradingSpec)
     graders: list[CustomGraderSpec] = Field(default_factory=list)
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    agent: AgentSpec = Field(default_factory=AgentSpec, exclude=True)
+    """The agent's sandbox policy for ``gradeflow run``; left out of the spec hash (it grades nothing)."""
     review: ReviewSpec = Field(default_factory=ReviewSpec)
     security: SecuritySpec = Field(default_factory=SecuritySpec)
     compatibility: CompatibilitySpec = Field(default_factory=CompatibilitySpec)

@@ -1,0 +1,117 @@
+"""One trial's steps outside Prefect: the fresh checkout, the agent's run in its sandbox, the grade's codes.
+
+A sandbox that cannot start (``SandboxUnavailable``) is an :class:`AgentRun` with ``unavailable`` set:
+the trial is inconclusive. An agent past its budget or exiting non-zero is graded on what it left
+with ``agent-timeout`` / ``agent-failed`` added to the result's reason codes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from gradeflow.agents.config import SUMMARY_FILE, SUMMARY_MAX_BYTES, AgentSummary, PlannedTrial, parse_summary
+from gradeflow.agents.sandboxes import ISSUE_NAME, agent_command, agent_env, agent_factory, issue_text
+from gradeflow.errors import SandboxUnavailable
+from gradeflow.graders.verdict import inconclusive_result
+from gradeflow.models import GradeResult
+from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
+from gradeflow.tasks.repo import resolve_base, write_agent_checkout
+
+__all__ = ["AgentRun", "agent_codes", "make_checkout", "run_agent", "unavailable_result", "with_agent_codes"]
+
+
+class AgentRun(BaseModel):
+    """What the agent did: its status, duration and summary, and its output (for the artifact only)."""
+
+    exit_code: int | None = None
+    """``None`` when stopped at the timeout or never started."""
+    timed_out: bool = False
+    seconds: float = 0.0
+    summary: AgentSummary = Field(default_factory=AgentSummary)
+    unavailable: str | None = None
+    """Why the agent's sandbox could not start (the trial is then inconclusive)."""
+    stdout: str = ""
+    stderr: str = ""
+
+
+def make_checkout(planned: PlannedTrial, folder: Path) -> Path:
+    """The scrubbed starting tree ``gradeflow checkout`` makes, in ``folder/repo``."""
+    workspace = folder / "repo"
+    write_agent_checkout(resolve_base(planned.task), workspace)
+    return workspace
+
+
+def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
+    """Run the agent's command once from ``workspace`` in a fresh sandbox; the workspace keeps what it left."""
+    config = planned.config
+    factory = agent_factory(planned.task, config.sandbox, network=planned.network, agent_dir=config.agent_dir)
+    stdin = planned.reference.encode() if config.agent == "oracle" and planned.reference is not None else None
+    started = time.perf_counter()
+    try:
+        with factory.open(workspace) as sandbox:
+            folder = sandbox.install_harness({ISSUE_NAME: issue_text(planned.task).encode()})
+            done = sandbox.run(
+                agent_command(config.command(), config.agent_dir),
+                env=agent_env(planned, sandbox, folder),
+                timeout=config.timeout,
+                stdin=stdin,
+            )
+            summary = parse_summary(_summary_bytes(sandbox))
+            _bring_back(sandbox, workspace)
+    except SandboxUnavailable as exc:
+        return AgentRun(unavailable=str(exc), seconds=round(time.perf_counter() - started, 4))
+    return _agent_run(done, summary)
+
+
+def _agent_run(done: CommandResult, summary: AgentSummary) -> AgentRun:
+    return AgentRun(
+        exit_code=None if done.timed_out else done.exit_code,
+        timed_out=done.timed_out,
+        seconds=round(done.duration, 4),
+        summary=summary,
+        stdout=done.stdout,
+        stderr=done.stderr,
+    )
+
+
+def _summary_bytes(sandbox: Sandbox) -> bytes | None:
+    try:
+        found = sandbox.read_output(SUMMARY_FILE, SUMMARY_MAX_BYTES)
+    except (OutputTooLarge, OSError):
+        return None
+    return found[0] if found else None
+
+
+def _bring_back(sandbox: Sandbox, workspace: Path) -> None:
+    """A sandbox working on a copy (docker) hands its workspace back to the host folder."""
+    if Path(sandbox.workspace) == workspace:
+        return
+    with tempfile.TemporaryDirectory(prefix="gradeflow-trial-export-") as scratch:
+        archive = Path(scratch) / "workspace.tar"
+        sandbox.export_workspace(archive)
+        replace_tree(workspace, archive)
+
+
+def agent_codes(run: AgentRun) -> list[str]:
+    """``agent-timeout`` or ``agent-failed`` when the agent did not end well, else nothing."""
+    if run.timed_out:
+        return ["agent-timeout"]
+    if run.exit_code not in (0, None):
+        return ["agent-failed"]
+    return []
+
+
+def with_agent_codes(result: GradeResult, run: AgentRun) -> GradeResult:
+    """``result`` with the agent's codes after its own (graded on what the agent left)."""
+    codes = [c for c in agent_codes(run) if c not in result.reason_codes]
+    return result.model_copy(update={"reason_codes": [*result.reason_codes, *codes]}) if codes else result
+
+
+def unavailable_result(planned: PlannedTrial, submission_id: str, profile: str, run: AgentRun) -> GradeResult:
+    """The inconclusive grade of a trial whose sandbox never started."""
+    message = f"the agent's sandbox could not start: {run.unavailable}"
+    return inconclusive_result(planned.task, submission_id, "sandbox-unavailable", message, profile)
