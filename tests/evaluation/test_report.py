@@ -370,3 +370,20 @@ def test_plan_prints_the_tasks_needed_from_a_rate_or_the_ledger(
     assert (plan["task_variance"], plan["run_variance"]) == (0.0, 0.5) and plan["tasks"] == 393
     assert "paired differences of m-a/p1 and m-b/p1 on 6 tasks" in plan["source"]
     assert main(["plan", "--effect", "0.1"]) == 2
+
+
+def test_ten_tasks_of_one_repository_are_one_cluster_too_few_to_tell() -> None:
+    def of_repo(records: list[GradeRecord]) -> list[GradeRecord]:
+        return [r.model_copy(update={"labels": {"repository": "one"}}) for r in records]
+
+    a = of_repo([r for i in range(10) for r in _runs("m-a", f"t{i}", [1.0, 1.0])])
+    b = of_repo([r for i in range(10) for r in _runs("m-b", f"t{i}", [0.0, 0.5])])
+    found = compare(({"model_id": "m-a"}, a), ({"model_id": "m-b"}, b))
+    assert (found.tasks, found.clusters, found.cluster_by, found.ci, found.significant) == (
+        10,
+        1,
+        "repository",
+        None,
+        False,
+    )
+    assert "too few repository clusters to tell (1)" in found.verdict

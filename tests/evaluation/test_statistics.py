@@ -81,6 +81,10 @@ def test_paired_difference_on_ten_tasks_and_by_repository() -> None:
     )  # wider than the normal's with ten clusters
     repos = {f"t{i}": "r1" if i < 5 else "r2" for i in range(10)}
     assert paired_difference(a, b, repos).clusters == 2
+    same = paired_difference({f"t{i}": [1.0] for i in range(10)}, {f"t{i}": [0.0, 0.0] for i in range(10)})
+    assert (same.se, same.ci, same.p_value) == (0.0, (1.0, 1.0), 0.0)  # every task moved alike: unmistakable
+    tied = paired_difference({f"t{i}": [0.5] for i in range(10)}, {f"t{i}": [0.5] for i in range(10)})
+    assert tied.p_value == 1.0
 
 
 @pytest.mark.parametrize(

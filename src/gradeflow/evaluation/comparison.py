@@ -125,7 +125,8 @@ def _verdict(c: Comparison, family: int) -> str:
     if c.tasks == 0 or c.mean_difference is None:
         return f"{names[0]} and {names[1]} share no graded task"
     if c.ci is None:
-        reason = f"too few paired tasks to tell ({c.tasks})" if c.tasks < MIN_PAIRED_TASKS else "no spread to tell"
+        few = ("paired tasks", c.tasks) if c.tasks < MIN_PAIRED_TASKS else (f"{c.cluster_by} clusters", c.clusters)
+        reason = f"too few {few[0]} to tell ({few[1]})"
         return f"{names[0]} vs {names[1]}: {reason}; mean difference {c.mean_difference:+.3f}"
     ahead, behind = names if c.mean_difference >= 0 else names[::-1]
     noise = "larger than the noise" if c.significant else "within the noise"

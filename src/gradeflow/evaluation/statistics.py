@@ -77,7 +77,7 @@ class PairedDifference(BaseModel):
     se: float | None
     ci: tuple[float, float] | None
     p_value: float | None
-    """Two-sided, normal approximation; ``None`` when refused (too few tasks) or the SE is 0 or unknown."""
+    """Two-sided, Student's t with clusters − 1 degrees of freedom; ``None`` when refused (too few tasks)."""
     refused: bool
     """Fewer than :data:`MIN_PAIRED_TASKS` paired tasks: nothing can be told."""
 
@@ -197,7 +197,7 @@ def two_sided_p(statistic: float, df: float | None = None) -> float:
     """P(|T| ≥ |statistic|) for Student's t with ``df`` degrees of freedom, or a standard normal (``None``)."""
     if df is None:
         return math.erfc(abs(statistic) / math.sqrt(2))
-    return 2 * (1 - t_cdf(abs(statistic), df))
+    return _betainc(df / 2, 0.5, df / (df + statistic * statistic))
 
 
 def paired_difference(
@@ -219,7 +219,8 @@ def paired_difference(
     if refused or found.se is None:
         return base
     ci = interval(found.mean, found.se, found.clusters)
-    p = two_sided_p(found.mean / found.se, found.clusters - 1) if found.se > 0 else None
+    # No spread at all: every task moved by the same amount, which is either none or unmistakable.
+    p = two_sided_p(found.mean / found.se, found.clusters - 1) if found.se > 0 else float(found.mean == 0)
     return base.model_copy(update={"ci": ci, "p_value": p})
 
 
