@@ -62,8 +62,12 @@ if __name__ == "__main__":
         print(json.dumps({{"seconds": elapsed}}))
 '''
 
+SEEDED_BENCH = BENCH.replace('print(f"total {result}")', 'print(f"total {result} for seed {sys.argv[-1]}")')
+"""The benchmark printing the seed it was given last on its command line (``{seed}``)."""
+
 BASE_FILES = {
     "bench.py": BENCH,
+    "bench_seeded.py": SEEDED_BENCH,
     "check.py": f'import sys\n\nsys.exit(0 if open("result.txt").read() == "{EXPECTED}" else 1)\n',
     "setup_hook.py": "",
     "src/work.py": WORK,
@@ -332,3 +336,14 @@ def test_a_local_import_is_a_fresh_start_from_the_export(tmp_path: Path) -> None
     assert seen == ["kept.txt", "made.txt", "base", "home", "0"]
     with tarfile.open(tmp_path / "tree.tar") as tar:
         assert sorted(tar.getnames()) == [".", "./kept.txt", "./made.txt"]
+
+
+@pytest.mark.slow
+def test_a_seeded_benchmark_is_compared_with_the_base_for_the_same_seed(
+    grade_perf: Callable[..., GradeComponent],
+) -> None:
+    # Each pair of runs prints a new seed: equal outputs mean base and candidate got the same one.
+    assert "for seed {sys.argv[-1]}" in SEEDED_BENCH
+    perf = grade_perf(HONEST, command="python bench_seeded.py --report {seed}", runs=3)
+    assert "perf-output-mismatch" not in perf.reason_codes, perf
+    assert len(perf.details["candidate"]) == 3

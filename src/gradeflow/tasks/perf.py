@@ -9,6 +9,11 @@ The benchmark is sealed: the files ``perf.command`` and ``perf.check`` name (``p
 ``python -m pkg.bench``, ``bash run.sh``) and ``perf.sealed`` globs are reset to the base before the
 environment is laid over the candidate's tree, and to the base's content with it after. A change to
 any of them is reported (``perf-benchmark-modified``).
+
+Inputs the candidate cannot know: a ``{seed}`` in ``perf.command`` (and ``perf.check``) is replaced by a
+fresh random number for each pair of runs, the same for the base's run and the candidate's, and with
+``compare_output`` the candidate's output is compared with the base's for that seed. A patch that
+memoises the benchmark's one input then gains nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import hashlib
 import io
 import json
 import math
+import secrets
 import shlex
 import shutil
 import tarfile
@@ -39,7 +45,10 @@ from gradeflow.tasks._sealing import _command_files
 from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["benchmark_files", "output_digest", "run_perf", "timing_of"]
+__all__ = ["SEED", "benchmark_files", "output_digest", "run_perf", "timing_of"]
+
+SEED = "{seed}"
+"""The placeholder in ``perf.command`` and ``perf.check`` for each pair of runs' fresh random seed."""
 
 
 def timing_of(spec: PerfSpec, result: CommandResult) -> float | str:
@@ -158,13 +167,16 @@ def _interleave(task_spec: TaskSpec, base_box: Sandbox, cand_box: Sandbox, sides
     except (OSError, tarfile.TarError) as exc:
         return PerfEvidence(errors=[f"the submission's tree after setup cannot be copied: {exc}"])
     reference: str | None = None
+    seeded = SEED in spec.command
     for run in range(1, spec.runs + 1):
-        base = _timed_run(task_spec, base_box, base_tree)
-        reference = _base_run(task_spec, base, reference)
+        seed = secrets.randbelow(2**31)
+        base = _timed_run(task_spec, base_box, base_tree, seed)
+        # With a seed, each run's output is its own: the candidate's is compared with the base's for that seed.
+        reference = _base_run(task_spec, base, None if seeded else reference)
         evidence.baseline.append(round(base.seconds, 6))
         if spec.timing == "reported":
             evidence.baseline_wall.append(round(base.wall, 6))
-        if not _candidate_run(spec, run, _timed_run(task_spec, cand_box, cand_tree), reference, evidence):
+        if not _candidate_run(spec, run, _timed_run(task_spec, cand_box, cand_tree, seed), reference, evidence):
             break
     return evidence
 
@@ -207,13 +219,13 @@ def _reseal(candidate: Path, base: Path, sealed: list[str]) -> list[str]:
     return sorted(differ | missing)
 
 
-def _timed_run(task_spec: TaskSpec, box: Sandbox, tree: Path) -> _Run:
-    """The benchmark (then ``perf.check``) in a fresh start from ``tree``."""
+def _timed_run(task_spec: TaskSpec, box: Sandbox, tree: Path, seed: int) -> _Run:
+    """The benchmark (then ``perf.check``) in a fresh start from ``tree``, ``{seed}`` replaced by ``seed``."""
     spec = task_spec.perf
     assert spec is not None
     box.import_workspace(tree)
     env = task_spec.candidate_env()
-    result = box.run(spec.command, env=env, timeout=spec.timeout)
+    result = box.run(spec.command.replace(SEED, str(seed)), env=env, timeout=spec.timeout)
     figure = timing_of(spec, result)
     if isinstance(figure, str):
         return _Run(math.nan, result.duration, failure=figure)
@@ -221,7 +233,7 @@ def _timed_run(task_spec: TaskSpec, box: Sandbox, tree: Path) -> _Run:
     if (result.stdout_bytes or 0) > MAX_OUTPUT_BYTES:
         run.oversized = result.stdout_bytes
     if spec.check:
-        checked = box.run(spec.check, env=env, timeout=spec.timeout)
+        checked = box.run(spec.check.replace(SEED, str(seed)), env=env, timeout=spec.timeout)
         if not checked.ok:
             run.check = "perf.check " + ("timed out" if checked.timed_out else f"exited {checked.exit_code}")
     return run

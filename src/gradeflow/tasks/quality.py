@@ -1,6 +1,14 @@
-"""Task: measure every function on ``quality.paths`` and score the limits."""
+"""Task: measure every function on ``quality.paths`` and score the limits.
+
+A link on the paths is measured where it leads (a file inside the tree), so a module cannot hide behind
+one; a link the patch added or changed there is not measured at all but is a finding (the component is
+``quality-unparseable``): turning a measured file into a link to a text file made every limit hold.
+"""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -9,10 +17,11 @@ from gradeflow.graders.base import GradingContext
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionMetrics
+from gradeflow.models.globs import matches_any
 from gradeflow.tasks._files import list_files
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["measure_quality"]
+__all__ = ["measure_quality", "measured_links"]
 
 
 @task(name="quality", cache_policy=NO_CACHE)
@@ -21,12 +30,33 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
     if task_spec.quality is None:
         return None
     view = snapshot.view()
+    globs = task_spec.quality.paths
     functions: list[FunctionMetrics] = []
-    unreadable: list[str] = []
-    for path in list_files(view.root, task_spec.quality.paths):
+    changed = {c.path for c in snapshot.changes if c.status != "removed"}
+    links = measured_links(view.root, globs)
+    unreadable = [f"{path}: the patch made it a link" for path in links if path in changed]
+    for path in list_files(view.root, globs):
         try:
             functions += measure_source(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
             unreadable.append(str(exc))
+    for path in (p for p in links if p not in changed):
+        try:  # the base's own link: measured where it leads, when that is a source inside the tree
+            functions += measure_source(path, view.read(path))
+        except (SourceError, FileNotFoundError):
+            continue
     context = GradingContext(task=task_spec, workspace=view, functions=functions, unreadable=unreadable)
     return QualityGrader().grade(context)
+
+
+def measured_links(root: Path, globs: list[str]) -> list[str]:
+    """Repository-relative paths of the links to files under ``root`` that match ``globs`` (no .git)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
+        for name in sorted(files):
+            full = Path(folder) / name
+            rel = full.relative_to(root).as_posix()
+            if full.is_symlink() and matches_any(rel, globs):
+                found.append(rel)
+    return found
