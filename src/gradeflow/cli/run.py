@@ -77,7 +77,7 @@ def run_run(args: argparse.Namespace) -> int:
     )
     plan = plan_trials(tasks, config, args.repeat, args.profile, references)
     ledger = Ledger(args.ledger)
-    choose_server(args.ephemeral)
+    choose_server(args.ephemeral, args.dask_address)
     done = run_trials(
         plan, ledger, concurrency=args.concurrency, show_progress=not args.no_progress, dask_address=args.dask_address
     )
