@@ -32,7 +32,7 @@ def _completed_trials(since: datetime) -> Counter[str]:
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
             flow_filter=FlowFilter(name=FlowFilterName(any_=["agent-trial"])),
-            flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),
+            flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),  # type: ignore[arg-type]
         )
     return Counter(run.name for run in runs if run.state is not None and run.state.is_completed())
 

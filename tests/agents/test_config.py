@@ -13,7 +13,17 @@ from gradeflow.spec import load_task
 def test_exports_are_sorted_and_present() -> None:
     exported = gradeflow.agents.__all__
     assert exported == sorted(exported, key=lambda name: (not name.isupper(), name))
-    assert {"run_trials", "plan_trials", "TrialConfig", "AgentSummary"} <= set(exported)
+    assert {
+        "RepoEnv",
+        "Run",
+        "Read",
+        "Write",
+        "Submit",
+        "run_trials",
+        "plan_trials",
+        "TrialConfig",
+        "AgentSummary",
+    } <= set(exported)
     assert all(getattr(gradeflow.agents, name) is not None for name in exported)
 
 

@@ -1,4 +1,5 @@
-"""Launching agents: trials in the task's sandbox, repeated, graded and recorded (``gradeflow run``)."""
+"""Launching agents: trials in the task's sandbox, repeated, graded and recorded (``gradeflow run``), and
+``RepoEnv``, the grader as an environment's reward."""
 
 from gradeflow.agents.config import (
     BUILTIN_AGENTS,
@@ -10,6 +11,7 @@ from gradeflow.agents.config import (
     parse_summary,
     trial_key,
 )
+from gradeflow.agents.env import Action, Observation, Read, RepoEnv, Run, Submit, Write
 from gradeflow.agents.flows import TrialOutcome, TrialRun, agent_trial, run_trials_flow
 from gradeflow.agents.run import plan_trials, reference_beside, run_trials
 from gradeflow.agents.trial import AgentRun
@@ -18,12 +20,19 @@ __all__ = [
     "BUILTIN_AGENTS",
     "ISSUE_VARIABLE",
     "SUMMARY_VARIABLE",
+    "Action",
     "AgentRun",
     "AgentSummary",
+    "Observation",
     "PlannedTrial",
+    "Read",
+    "RepoEnv",
+    "Run",
+    "Submit",
     "TrialConfig",
     "TrialOutcome",
     "TrialRun",
+    "Write",
     "agent_trial",
     "parse_summary",
     "plan_trials",

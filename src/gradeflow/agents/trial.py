@@ -21,7 +21,15 @@ from gradeflow.models import GradeResult
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
-__all__ = ["AgentRun", "agent_codes", "make_checkout", "run_agent", "unavailable_result", "with_agent_codes"]
+__all__ = [
+    "AgentRun",
+    "agent_codes",
+    "bring_back",
+    "make_checkout",
+    "run_agent",
+    "unavailable_result",
+    "with_agent_codes",
+]
 
 
 class AgentRun(BaseModel):
@@ -61,7 +69,7 @@ def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
                 stdin=stdin,
             )
             summary = parse_summary(_summary_bytes(sandbox))
-            _bring_back(sandbox, workspace)
+            bring_back(sandbox, workspace)
     except SandboxUnavailable as exc:
         return AgentRun(unavailable=str(exc), seconds=round(time.perf_counter() - started, 4))
     return _agent_run(done, summary)
@@ -86,7 +94,7 @@ def _summary_bytes(sandbox: Sandbox) -> bytes | None:
     return found[0] if found else None
 
 
-def _bring_back(sandbox: Sandbox, workspace: Path) -> None:
+def bring_back(sandbox: Sandbox, workspace: Path) -> None:
     """A sandbox working on a copy (docker) hands its workspace back to the host folder."""
     if Path(sandbox.workspace) == workspace:
         return

@@ -1,0 +1,53 @@
+"""``RepoEnv`` on the real isolated sandbox: an episode's reward is what ``gradeflow grade --workspace`` gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agents.conftest import CALC
+from gradeflow.agents import Read, RepoEnv, Run, Submit, Write
+from gradeflow.cli.main import main
+from gradeflow.sandbox.base import remove_tree
+
+FIX = "sed -i 's/return None/raise ZeroDivisionError(\"division by zero is undefined\")/' src/calc.py"
+
+
+@pytest.mark.usefixtures("prefect")
+def test_an_episode_is_rewarded_like_grade_workspace(capsys: pytest.CaptureFixture[str]) -> None:
+    env = RepoEnv(CALC, keep_workspace=True)
+    try:
+        observation, info = env.reset()
+        assert "src/calc.py" in observation.files and info["task_id"] == "calc-divzero"
+        assert not any("hidden" in f for f in observation.files)
+        ran = env.step(Run(FIX))
+        assert ran[0].exit_code == 0 and ran[1:4] == (0.0, False, False)
+        env.step(Write("src/notes.py", '"""Notes."""\n'))
+        assert "ZeroDivisionError" in env.step(Read("src/calc.py"))[0].output
+        _, reward, terminated, truncated, info = env.step(Submit())
+        assert (terminated, truncated) == (True, False)
+        workspace = env.workspace
+    finally:
+        env.close()
+    assert workspace is not None and (workspace / "src" / "notes.py").is_file()
+    capsys.readouterr()
+    main(["grade", str(CALC), "--workspace", str(workspace), "--json"])
+    graded = json.loads(capsys.readouterr().out)
+    assert reward == graded["score"] == info["result"].score
+    assert info["result"].reason_codes == graded["reason_codes"]
+    remove_tree(workspace.parent)
+
+
+@pytest.mark.usefixtures("prefect")
+def test_the_step_budget_truncates_and_close_removes_the_workspace() -> None:
+    with RepoEnv(CALC, max_steps=2) as env:
+        env.reset()
+        assert env.step(Run("true"))[3] is False
+        _, reward, terminated, truncated, _ = env.step(Run("cat /nonexistent"))
+        assert (reward, terminated, truncated) == (0.0, False, True)
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step(Submit())
+        workspace = env.workspace
+    assert workspace is not None and not Path(workspace).exists()
