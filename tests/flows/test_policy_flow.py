@@ -15,6 +15,7 @@ from fakes import BUG, FIX, diff
 from gradeflow import grade, load_task
 from gradeflow.cli import main
 from gradeflow.config import cache_dir
+from gradeflow.errors import SpecError
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox import FakeSandboxFactory
 
@@ -138,12 +139,13 @@ def test_a_required_dimension_without_evidence_is_inconclusive(
     repo_task: Callable[..., Path], fake: FakeSandboxFactory
 ) -> None:
     regression_only = {"command": "pytest --junitxml={junit}", "pass_to_pass": ["tests/test_calc.py::test_add"]}
-    task: TaskSpec = load_task(repo_task(task_id="gates-only", tests=regression_only))
+    path = repo_task(task_id="gates-only", tests=regression_only)
+    with pytest.raises(SpecError, match=r"tests\.fail_to_pass: no test to fix"):  # never a silent 0 (issue 23)
+        load_task(path)
+    task: TaskSpec = load_task(path, scored=False)
     rubric = grade(task, patch=diff(BUG, FIX), sandbox=fake, profile="rubric")
     assert (rubric.status, rubric.reason_codes, rubric.score) == ("inconclusive", ["dimension-missing"], None)
     assert rubric.dimensions["behavior"] is None and rubric.exit_code == 3
-    default = grade(task, patch=diff(BUG, FIX), sandbox=fake)
-    assert (default.status, default.score) == ("graded", 0.0)  # the grading-semantics rule: nothing earned
 
 
 def test_a_command_naming_test_paths_does_not_lend_the_tasks_tests_to_the_patch(tmp_path: Path) -> None:
