@@ -25,3 +25,17 @@ def test_a_command_pytest_refuses_is_explained(
     assert len(err) == 1, err
     assert f"command: {command}" in err[0] and "exit code 4: pytest's usage error" in err[0]
     assert "unrecognized arguments: --no-such-option" in err[0]
+
+
+@pytest.mark.parametrize("which", ["an ancestor", "the base itself"])
+def test_a_fix_commit_that_does_not_descend_from_the_base_is_refused(
+    which: str, project: tuple[Path, str, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base, fix, _ = project
+    newer, older = (fix, base) if which == "an ancestor" else (base, base)
+    argv = ["task", "new", "--repo", str(repo), "--base", newer, "--fix-commit", older, "--tests", "pytest {junit}"]
+    out = tmp_path / "t" / "task.yaml"
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--fix-commit: {older} does not descend from --base {newer[:12]}" in err[0], err
+    assert not out.exists()

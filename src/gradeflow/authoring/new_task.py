@@ -87,7 +87,13 @@ class NewTask(BaseModel):
 
 def _read_reference(request: NewTaskRequest, repo: Path, base: str) -> str:
     if request.fix_commit is not None:
-        patch = diff_between(repo, base, commit_of(repo, request.fix_commit, "--fix-commit"))
+        fix = commit_of(repo, request.fix_commit, "--fix-commit")
+        if fix == base or run_git(repo, "merge-base", "--is-ancestor", base, fix, check=False).returncode != 0:
+            raise SpecError(
+                f"--fix-commit: {request.fix_commit} does not descend from --base {base[:12]} (a fix is a later "
+                "commit on top of the base; the reference would be the base's difference from it)"
+            )
+        patch = diff_between(repo, base, fix)
         what = f"--fix-commit: {request.fix_commit}"
     else:
         assert request.reference is not None
