@@ -114,6 +114,7 @@ class Report(BaseModel):
     comparisons: list[Comparison] = Field(default_factory=list)
     """The chosen pair, or the best configuration against each other one (Holm-corrected together)."""
     weak_below: float = WEAK_BELOW
+    """The strength (mutant kill rate) below which a task's results are flagged (``weak_tasks``)."""
 
 
 def _field(record: GradeRecord, name: str) -> str:
