@@ -3,7 +3,8 @@
 Progress goes to stderr. ``task new`` exits 0 when the task spec was written and is valid, 1 when it
 was written and is invalid (the problems listed), 2 for bad input (named before any flow runs).
 ``task import-swebench`` exits 0 when every row was converted, 1 when any was skipped (each listed
-with its reason), 2 for bad input (an unreadable file, a line that is not JSON).
+with its reason) or, with ``--validate``, any written task is not valid against its reference (a table
+of every task's verdict is printed), 2 for bad input (an unreadable file, a line that is not JSON).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from gradeflow.cli.server import choose_server
 from gradeflow.cli.strength import add_strength_command, run_strength
+from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.text import for_terminal
 
 __all__ = ["TASK_COMMANDS", "add_task_commands", "run_task_command"]
 
@@ -49,6 +52,11 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     swebench.add_argument("--repos", required=True, help="a folder of git mirrors named owner__name")
     swebench.add_argument("--commands", required=True, help="YAML: owner/name → version → setup, test_command")
     swebench.add_argument("--out", required=True, help="the folder to write <instance_id>/task.yaml into")
+    swebench.add_argument(
+        "--validate", action="store_true", help="validate each written task with its reference and print a table"
+    )
+    swebench.add_argument("--sandbox", choices=SANDBOX_KINDS, help="with --validate: override environment.sandbox")
+    swebench.add_argument("--ephemeral", action="store_true", help="use a temporary Prefect server for this call only")
     add_strength_command(actions)
 
 
@@ -100,4 +108,32 @@ def _import_swebench(args: argparse.Namespace) -> int:
     for row in report.skipped:
         print(f"gradeflow: skipped {row.instance_id} (line {row.line}): {row.reason}", file=sys.stderr)
     _progress(f"{len(report.written)} task specs written, {len(report.skipped)} rows skipped")
-    return 1 if report.skipped else 0
+    valid = _validate_imported(report.written, args) if args.validate else True
+    return 1 if report.skipped or not valid else 0
+
+
+def _validate_imported(written: list[Path], args: argparse.Namespace) -> bool:
+    """Validate each written task against the reference beside it; a table row each; whether all were valid."""
+    from gradeflow.api import load_task, open_session
+    from gradeflow.authoring.new_task import REFERENCE_FILE
+    from gradeflow.errors import GradeflowError
+    from gradeflow.flows.session import flow_runs_without_heartbeat
+    from gradeflow.flows.validate import validate_task
+
+    choose_server(args.ephemeral)
+    rows: list[tuple[str, str, str]] = []
+    for path in written:
+        try:
+            task = load_task(path)
+            session = open_session(task, args.sandbox)
+            reference = (path.parent / REFERENCE_FILE).read_bytes().decode("utf-8", errors="surrogateescape")
+            with flow_runs_without_heartbeat():
+                found = validate_task(task, reference, session.factory, session.profile, 1, base=session.base)
+            rows.append((task.task_id, "VALID" if found.valid else "INVALID", "; ".join(found.problems)))
+        except (GradeflowError, OSError) as exc:
+            rows.append((path.parent.name, "ERROR", str(exc)))
+    width = max([len("instance"), *(len(row[0]) for row in rows)])
+    print(f"{'instance':<{width}}  verdict  problems")
+    for instance, verdict, problems in rows:
+        print(for_terminal(f"{instance:<{width}}  {verdict:<7}  {problems or '-'}"))
+    return all(verdict == "VALID" for _, verdict, _ in rows)
