@@ -180,3 +180,15 @@ async def _flow_runs(task_id: str) -> list[Any]:
     async with get_client() as client:
         name = FlowRunFilterName(like_=f"grade-{task_id}-")
         return list(await client.read_flow_runs(flow_run_filter=FlowRunFilter(name=name)))
+
+
+def test_the_flow_run_id_a_worker_sets_is_logged_as_it_is(
+    captured: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A worker starts each flow run's process with PREFECT__FLOW_RUN_ID set: every line showed "[redacted]".
+    run_id = "0f6c2a1e-7d4b-4c1a-9a6e-3b2f1d0c9e8a"
+    monkeypatch.setenv("PREFECT__FLOW_RUN_ID", run_id)
+    monkeypatch.setenv("SOME_VALUE_HOLDER", PLAIN_SECRET)
+    get_logger().info("grade started", flow_run_id=run_id, run_id=run_id, note=PLAIN_SECRET)
+    line = _lines(captured)[-1]
+    assert (line["flow_run_id"], line["run_id"], line["note"]) == (run_id, run_id, REDACTED)

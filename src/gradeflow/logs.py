@@ -67,8 +67,14 @@ def redacting(values: Iterable[str]) -> Iterator[None]:
         _EXTRA.reset(token)
 
 
+_RUN_CONTEXT = "PREFECT__"
+"""Variables Prefect sets for the run a process executes (``PREFECT__FLOW_RUN_ID``): ids, never secrets; the
+same ids are the ``flow_run_id`` and ``run_id`` of every log line, which must stay readable."""
+
+
 def _secret_values() -> list[str]:
-    values = {v for v in os.environ.values() if len(v) >= _MIN_SECRET} | _EXTRA.get()
+    found = {v for k, v in os.environ.items() if len(v) >= _MIN_SECRET and not k.startswith(_RUN_CONTEXT)}
+    values = found | _EXTRA.get()
     return sorted(values, key=len, reverse=True)
 
 
