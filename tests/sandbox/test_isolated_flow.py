@@ -186,6 +186,7 @@ def test_a_hostile_candidate_reaches_nothing_outside_its_run_by_default(attack: 
     assert (status, score) == ("graded", 1.0), messages
     assert seen["dropped"] == [] and seen["connections"] == 0 and seen["daemons"] == []
     assert seen["pristine"] == [BASE_FILES["src/mod.py"]]
+    assert seen["nothing"].environment is not None and seen["nothing"].environment.rebuilt == []
     # The next candidate, who changes nothing, is graded against an untouched base: it fails.
     assert seen["nothing"].status == "graded" and seen["nothing"].passed is False
     assert seen["nothing"].component("tests").score == 0.0
@@ -197,9 +198,11 @@ def test_the_same_candidate_in_the_local_sandbox_does_the_harm_the_checks_look_f
 ) -> None:
     seen = attack(sandbox="local")
     assert seen["dropped"] == ["loot"] and seen["connections"] >= 1
-    assert seen["pristine"] == ['def f():\n    return "ok"\n']  # the cached base was poisoned...
-    assert seen["nothing"].passed is True  # ...so a do-nothing patch passed
     assert _verdict(seen["hostile"])[1] == 0.0  # f() saw what it found and did not return "ok"
+    # The cached base was poisoned; only its digest check caught it: the next grade rebuilt it.
+    nothing = seen["nothing"]
+    assert nothing.environment is not None and nothing.environment.rebuilt == ["pristine"]
+    assert nothing.passed is False
 
 
 def test_without_bwrap_a_grade_is_inconclusive_with_a_hint(monkeypatch: pytest.MonkeyPatch, prefect: None) -> None:
