@@ -15,7 +15,9 @@ and their reason codes stay in the component.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 
 from gradeflow.errors import SpecError
@@ -124,15 +126,31 @@ def load_custom_grader(spec: CustomGraderSpec) -> Grader:
     """Import ``module:Class`` and instantiate it with the spec's role; ``SpecError`` when it cannot."""
     module_name, _, class_name = spec.use.partition(":")
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        with _importable(spec.folder):
+            cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
-        raise SpecError(f"graders: cannot load {spec.use!r}: {exc}") from None
+        where = f" (looked in {spec.folder} and the installed packages)" if spec.folder else ""
+        raise SpecError(f"graders: cannot load {spec.use!r}: {exc}{where}") from None
     if not (isinstance(cls, type) and issubclass(cls, Grader)):
         raise SpecError(f"graders: {spec.use!r} is not a subclass of gradeflow.graders.Grader")
     grader = cls()
     grader.role = spec.role
     register_reason_codes(grader.reason_codes)
     return grader
+
+
+@contextmanager
+def _importable(folder: str | None) -> Iterator[None]:
+    """Within the block, modules in ``folder`` (a task file's, beside its ``mypkg/``) import first."""
+    if folder is None:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with suppress(ValueError):
+            sys.path.remove(folder)
 
 
 class CompositeGrader:

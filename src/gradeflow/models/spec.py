@@ -288,6 +288,11 @@ class CustomGraderSpec(_Spec):
     use: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
     weight: float = Field(default=1.0, ge=0, allow_inf_nan=False)
     role: Role = "objective"
+    folder: str | None = Field(default=".", validate_default=True)
+    """Where ``use``'s module is looked for before the installed packages: the task file's folder by default
+    (relative paths resolve against it); ``null`` for installed packages only."""
+
+    _resolve_folder = field_validator("folder")(_resolve)
 
 
 class EnvironmentSpec(_Spec):
