@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import structlog
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -81,6 +82,7 @@ MAX_UNVERIFIED_BYTES = 8 * MAX_BODY_BYTES
 MAX_PATCH_PARAMETER_BYTES = 448 * 1024
 """The largest patch (JSON-encoded) a served grade's flow run can carry: Prefect's server refuses runs
 whose parameters pass 512 KiB, and the request's other fields need room too."""
+_log = structlog.get_logger("gradeflow.webhook")
 RunStarter = Callable[[GradeRequest, str], Awaitable[str]]
 """Creates the flow run of one request under an idempotency key and returns its id (:class:`PrefectStarter`)."""
 DiffFetcher = Callable[[str], Awaitable[str]]
@@ -182,6 +184,7 @@ async def _accept(receiver: Receiver, grade: GradeRequest) -> JSONResponse:
     key = _request_key(grade)
     existing = receiver.store.flow_run_of(key)
     if existing:
+        _log.info("delivery accepted", **_about(grade), flow_run_id=existing, duplicate=True)
         return JSONResponse({"flow_run_id": existing, "duplicate": True}, status_code=200)
     first = receiver.store.claim(key)
     try:
@@ -193,10 +196,16 @@ async def _accept(receiver: Receiver, grade: GradeRequest) -> JSONResponse:
             receiver.store.release(key)
         reason = "no answer within the deadline" if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}"
         raise Rejection(503, "prefect-unavailable", reason) from None
+    _log.info("delivery accepted", **_about(grade), flow_run_id=run_id, duplicate=not first)
     if not first:
         return JSONResponse({"flow_run_id": run_id, "duplicate": True}, status_code=200)
     receiver.store.record(key, run_id)
     return JSONResponse({"flow_run_id": run_id, "duplicate": False}, status_code=202)
+
+
+def _about(grade: GradeRequest) -> dict[str, str]:
+    """What a log line says of a request: never its patch."""
+    return {"task_id": grade.task_id, "submission_id": grade.submission_id, "model": grade.metadata.get("model", "")}
 
 
 def _profile(receiver: Receiver, name: Any) -> str | None:
@@ -285,6 +294,7 @@ async def _rejected(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Rejection)
     # A body that did not arrive is not waited for any longer: the connection goes with the answer.
     headers = {"Connection": "close"} if exc.error in ("body-timeout", "too-large", "busy") else None
+    _log.warning("delivery refused", path=request.url.path, status=exc.status, error=exc.error, detail=exc.detail)
     return JSONResponse({"error": exc.error, "detail": exc.detail}, status_code=exc.status, headers=headers)
 
 
@@ -361,6 +371,7 @@ def run_webhook(app: Starlette, host: str = "127.0.0.1", port: int = 8787) -> No
     import uvicorn
 
     protocol = header_deadline_protocol(app.state.receiver.body_timeout)
+    _log.info("webhook listening", host=host, port=port, tasks=sorted(app.state.receiver.tasks))
     uvicorn.run(
         app, host=host, port=port, http=protocol, log_level="warning", access_log=False, timeout_graceful_shutdown=5
     )
