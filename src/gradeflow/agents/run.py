@@ -17,7 +17,7 @@ from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.models import TaskSpec
 from gradeflow.tasks.repo import resolve_base
 
-__all__ = ["plan_trials", "reference_beside", "run_trials"]
+__all__ = ["plan_trials", "preflight", "reference_beside", "run_trials"]
 
 
 def reference_beside(task_path: str | Path) -> str:
@@ -59,6 +59,14 @@ def plan_trials(
     return plan
 
 
+def preflight(plan: Sequence[PlannedTrial]) -> None:
+    """``SpecError`` for what is the caller's to fix in any task of ``plan`` (its spec, its sandboxes), before
+    any flow runs."""
+    for planned in {p.task.task_id: p for p in plan}.values():
+        open_session(planned.task, planned.config.sandbox, planned.profile)
+        agent_factory(planned.task, planned.config.sandbox, network=planned.network, agent_dir=planned.config.agent_dir)
+
+
 def run_trials(
     plan: list[PlannedTrial],
     ledger: Ledger,
@@ -71,9 +79,7 @@ def run_trials(
     threads, or on the workers of the Dask scheduler at ``dask_address``."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
-    for planned in {p.task.task_id: p for p in plan}.values():
-        open_session(planned.task, planned.config.sandbox, planned.profile)
-        agent_factory(planned.task, planned.config.sandbox, network=planned.network, agent_dir=planned.config.agent_dir)
+    preflight(plan)
     runner: TaskRunner[Any] = ThreadPoolTaskRunner(max_workers=concurrency)
     if dask_address:
         from prefect_dask import DaskTaskRunner

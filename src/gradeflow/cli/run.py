@@ -50,7 +50,7 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_run(args: argparse.Namespace) -> int:
     """Plan, check and run the trials; ``SpecError`` (exit 2) for bad input."""
-    from gradeflow.agents import TrialConfig, plan_trials, reference_beside, run_trials
+    from gradeflow.agents import TrialConfig, plan_trials, preflight, reference_beside, run_trials
     from gradeflow.errors import SpecError
     from gradeflow.evaluation.ledger import Ledger
     from gradeflow.spec import load_task
@@ -76,6 +76,7 @@ def run_run(args: argparse.Namespace) -> int:
         else {}
     )
     plan = plan_trials(tasks, config, args.repeat, args.profile, references)
+    preflight(plan)
     ledger = Ledger(args.ledger)
     choose_server(args.ephemeral, args.dask_address)
     done = run_trials(
