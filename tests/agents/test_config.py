@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradeflow.agents
 from agents.conftest import CALC
-from gradeflow.agents import TrialConfig, parse_summary, trial_key
+from gradeflow.agents import TrialConfig, parse_summary, plan_trials, trial_key
 from gradeflow.agents.trial import AgentRun, agent_codes
 from gradeflow.models.reasons import BUILTIN_REASON_CODES
 from gradeflow.spec import load_task
@@ -52,3 +54,15 @@ def test_trial_keys_follow_the_configuration() -> None:
     ):
         assert trial_key(task, other, None) != key
     assert trial_key(task, TrialConfig(agent="nop"), "strict") != key
+
+
+def test_agent_network_comes_from_the_spec_or_the_flag_and_leaves_the_spec_hash_alone(tmp_path: Path) -> None:
+    text = CALC.read_text().replace("repo: ./repo", f"repo: {CALC.parent / 'repo'}")
+    text = text.replace("hidden: ./hidden_tests", f"hidden: {CALC.parent / 'hidden_tests'}")
+    (tmp_path / "task.yaml").write_text(text + "agent:\n  network: true\n")
+    networked, plain = load_task(tmp_path / "task.yaml"), load_task(CALC)
+    assert networked.agent.network and not plain.agent.network
+    assert networked.spec_hash() == plain.spec_hash()
+    assert plan_trials([networked], TrialConfig(agent="nop"), 1)[0].network
+    assert not plan_trials([networked], TrialConfig(agent="nop", network=False), 1)[0].network
+    assert trial_key(networked, TrialConfig(agent="nop"), None) != trial_key(plain, TrialConfig(agent="nop"), None)
