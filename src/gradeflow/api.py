@@ -6,8 +6,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from gradeflow.cli.server import use_local_server
 from gradeflow.errors import SpecError, prefect_server_errors
 from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
+from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
@@ -54,11 +56,17 @@ def grade(
     """Grade one submission through the ``grade-submission`` flow and return its result.
 
     Bad input (the task spec, the submission, the profile, the sandbox settings) raises ``SpecError``
-    before any flow runs.
+    before any flow runs. As the CLI does, it runs on the Prefect server ``PREFECT_API_URL`` names, else
+    on gradeflow's local server (started once, reused: not Prefect's temporary one per process), with
+    Prefect's console output kept to warnings.
     """
     spec = task if isinstance(task, TaskSpec) else load_task(task)
     submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
-    return grade_in(open_session(spec, sandbox, profile), submission)
+    session = open_session(spec, sandbox, profile)
+    quiet_prefect()
+    with prefect_server_errors():
+        use_local_server()
+    return grade_in(session, submission)
 
 
 def grade_in(session: Session, submission: Submission) -> GradeResult:

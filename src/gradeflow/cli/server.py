@@ -12,10 +12,14 @@ import argparse
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from gradeflow.errors import SpecError
 
-__all__ = ["SERVER_COMMANDS", "add_server_commands", "choose_server", "run_server_command"]
+if TYPE_CHECKING:
+    from gradeflow.service.local_server import LocalServer
+
+__all__ = ["SERVER_COMMANDS", "add_server_commands", "choose_server", "run_server_command", "use_local_server"]
 
 SERVER_COMMANDS = ("server",)
 
@@ -59,16 +63,25 @@ def choose_server(ephemeral: bool, dask_address: str | None = None) -> None:
         # Whatever the command starts only for itself must stop with it, on SIGTERM as on Ctrl-C.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return
-    from gradeflow.service.local_server import ensure_server
-
-    server = ensure_server()
-    os.environ["PREFECT_API_URL"] = server.url
-    if server.started:
+    server = use_local_server()
+    if server is not None and server.started:
         print(
             f"gradeflow: started a local Prefect server; watch your grades at {server.ui_url} "
             "(`gradeflow server stop` ends it)",
             file=sys.stderr,
         )
+
+
+def use_local_server() -> LocalServer | None:
+    """Unless ``PREFECT_API_URL`` names a server, point this process at gradeflow's local one (started once
+    in the background, reused by every later call); the server used, ``None`` for an explicit URL."""
+    if _explicit_api_url():
+        return None
+    from gradeflow.service.local_server import ensure_server
+
+    server = ensure_server()
+    os.environ["PREFECT_API_URL"] = server.url
+    return server
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
