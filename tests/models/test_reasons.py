@@ -43,6 +43,7 @@ NOT_CODES = {
     "gradeflow-local-input",
     "gradeflow-docker-input",
     "gradeflow-bwrap-status",
+    "gradeflow-cgroup-removal",
     "hidden-backup",
     "no-new-privileges",
     "test-evidence",

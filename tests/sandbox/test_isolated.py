@@ -16,6 +16,7 @@ import pytest
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox import _bwrap
+from gradeflow.sandbox._cgroups import cgroups_available
 from gradeflow.sandbox.isolated import IsolatedSandbox, IsolatedSandboxFactory
 
 pytestmark = pytest.mark.slow
@@ -149,9 +150,13 @@ def test_stdin_is_read_once_and_then_empty(box: IsolatedSandbox) -> None:
 
 
 def test_the_limits_hold(box: IsolatedSandbox) -> None:
-    code, _, err = run(box, "python -c 'bytearray(700 * 1024 * 1024)'")
-    assert code != 0 and "MemoryError" in err
-    code, _, err = run(box, "head -c 40m /dev/zero > /tmp/big")
+    result = box.run("python -c 'bytearray(700 * 1024 * 1024)'", env={}, timeout=60)
+    assert result.exit_code != 0
+    if cgroups_available():  # the kernel's OOM killer, as in docker
+        assert result.oom_killed
+    else:
+        assert "MemoryError" in result.stderr
+    code, _, _ = run(box, "head -c 40m /dev/zero > /tmp/big")
     assert code != 0
     bomb = "python -c 'import os\nfor _ in range(200):\n    os.fork()' 2>&1 | grep -c 'Resource temporarily' || true"
     code, out, _ = run(box, bomb)
@@ -212,3 +217,12 @@ def test_the_timeout_ends_the_command_and_everything_it_started(box: IsolatedSan
     assert result.timed_out and result.exit_code is None
     alive = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p) == f"sleep\0{marker}"]
     assert alive == []
+
+
+@pytest.mark.skipif(not cgroups_available(), reason="memory is per process without cgroups")
+def test_memory_is_bounded_across_every_process_of_the_command(box: IsolatedSandbox) -> None:
+    # Three processes of 200 MiB each: each is under the 512 MiB limit, together they are not.
+    hog = "python -c 'import time; b = bytearray(200 << 20); time.sleep(3)'"
+    result = box.run(f"{hog} & {hog} & {hog} & wait", env={}, timeout=60)
+    assert result.oom_killed
+    assert not box.run("true", env={}, timeout=30).oom_killed  # the next command has a cgroup of its own

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.sandbox._cgroups import JOIN, CommandGroups
 from gradeflow.sandbox._local_procs import kill_group
 
 __all__ = [
@@ -112,9 +113,12 @@ def _inside(path: str, folder: str) -> bool:
 class BwrapContainment:
     """Starts one command under bwrap with a :class:`View`; same interface as the local ``Containment``."""
 
-    def __init__(self, view: View, bwrap: str) -> None:
+    def __init__(self, view: View, bwrap: str, groups: CommandGroups | None = None) -> None:
+        """``groups``: cgroups the command joins before bwrap starts (then memory and processes are
+        limited there, not by ``prlimit``)."""
         self.view = view
         self.bwrap = bwrap
+        self.groups = groups
         self._status_read, self._status_write = os.pipe()
         self.pass_fds: tuple[int, ...] = (self._status_write,)
         self._status = bytearray()
@@ -127,7 +131,8 @@ class BwrapContainment:
         report = f'[ "$(stat -f -c %a /tmp 2>/dev/null)" = 0 ] && printf F >&{fd}'
         wrapper = f'printf 1 >&{fd}; /bin/sh -c "$0" {fd}>&-; rc=$?; {report}; exit $rc'
         shell = ["/bin/bash", "-c", wrapper, command]
-        return [*self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
+        join = ["/bin/sh", "-c", JOIN, "join", *self.groups.procs(), "--"] if self.groups is not None else []
+        return [*join, *self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         return env
@@ -152,6 +157,14 @@ class BwrapContainment:
         """The private ``/tmp`` was full when the command ended, or a file hit the size limit."""
         return b"F" in self._status or (self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25))
 
+    def oom_killed(self) -> bool:
+        return self.groups is not None and self.groups.oom_kills() > 0
+
+    def close(self) -> None:
+        # The cgroups empty a moment after the namespace died; their removal is not the command's time.
+        if self.groups is not None:
+            threading.Thread(target=self.groups.remove, daemon=True, name="gradeflow-cgroup-removal").start()
+
     def _read_status(self) -> None:
         with contextlib.suppress(OSError):
             while chunk := os.read(self._status_read, 4096):
@@ -159,9 +172,9 @@ class BwrapContainment:
 
     def _limits(self) -> list[str]:
         view, limits = self.view, []
-        if view.memory is not None:
+        if view.memory is not None and self.groups is None:
             limits.append(f"--data={view.memory}")
-        if view.pids is not None:
+        if view.pids is not None and self.groups is None:
             limits.append(f"--nproc={view.pids}")
         if view.disk is not None:
             limits.append(f"--fsize={view.disk}")

@@ -70,6 +70,8 @@ class CommandContainment(Protocol):
     def kill_all(self, leader: int) -> None: ...
     def check_started(self, command: str, stderr: str) -> None: ...
     def disk_full(self, exit_code: int | None) -> bool: ...
+    def oom_killed(self) -> bool: ...
+    def close(self) -> None: ...
 
 
 class Containment:
@@ -93,6 +95,13 @@ class Containment:
         """Whether the command ended because it hit a disk limit (the local sandbox sets none)."""
         del exit_code
         return False
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the command for memory (the local sandbox cannot tell)."""
+        return False
+
+    def close(self) -> None:
+        """Release what this containment made for its command (nothing here)."""
 
     def argv(self, command: str) -> list[str]:
         if self.pid_namespace:

@@ -41,6 +41,7 @@ from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
+from gradeflow.sandbox._cgroups import make_groups
 from gradeflow.sandbox.base import SandboxDescription, SandboxFactory, check_free_space, run_true_in_fresh_sandbox
 from gradeflow.sandbox.local import LocalSandbox
 
@@ -121,7 +122,8 @@ class IsolatedSandbox(LocalSandbox):
             disk=settings.disk,
             symlinks=self._links,
         )
-        return BwrapContainment(view, bwrap_path() or "bwrap")
+        groups = make_groups(settings.memory, settings.pids) if self._as_root else None
+        return BwrapContainment(view, bwrap_path() or "bwrap", groups)
 
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
         # The temporary folder is the private, size-limited /tmp (emptied after every command), so that

@@ -163,7 +163,11 @@ class LocalSandbox(Sandbox):
             proc.wait()
             duration = time.perf_counter() - started
         stdout, stderr = out.finish(_OUTPUT_GRACE), err.finish(_OUTPUT_GRACE)
-        contain.check_started(command, stderr.text())
+        try:
+            contain.check_started(command, stderr.text())
+            oom_killed = contain.oom_killed()
+        finally:
+            contain.close()
         return CommandResult(
             command=command,
             exit_code=exit_code,
@@ -172,6 +176,7 @@ class LocalSandbox(Sandbox):
             duration=duration,
             timed_out=timed_out,
             disk_full=contain.disk_full(exit_code),
+            oom_killed=oom_killed,
             stdout_bytes=stdout.total,
         )
 
