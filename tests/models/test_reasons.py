@@ -44,6 +44,7 @@ NOT_CODES = {
     "gradeflow-docker-input",
     "gradeflow-bwrap-status",
     "gradeflow-cgroup-removal",
+    "gradeflow-disk-guard",
     "hidden-backup",
     "no-new-privileges",
     "test-evidence",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import time
 import uuid
@@ -226,3 +227,21 @@ def test_memory_is_bounded_across_every_process_of_the_command(box: IsolatedSand
     result = box.run(f"{hog} & {hog} & {hog} & wait", env={}, timeout=60)
     assert result.oom_killed
     assert not box.run("true", env={}, timeout=30).oom_killed  # the next command has a cgroup of its own
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system for the test needs root")
+def test_a_command_taking_the_hosts_disk_down_is_stopped_as_disk_full(tmp_path: Path) -> None:
+    # The workspace's file system stands in for the host's disk: 512 MiB, of which the command takes 400.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "ws").mkdir()
+        with IsolatedSandboxFactory().open(disk / "ws") as box:
+            fill = "for i in $(seq 40); do head -c 10m /dev/zero > f$i; sleep 0.05; done; echo all-written"
+            result = box.run(fill, env={}, timeout=60)
+            assert result.disk_full and "all-written" not in result.stdout
+            assert len(list((disk / "ws").glob("f*"))) < 40
+            assert not box.run("rm -f f*", env={}, timeout=30).disk_full
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

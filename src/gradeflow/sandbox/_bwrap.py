@@ -110,6 +110,48 @@ def _inside(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip("/") + "/")
 
 
+HOST_DISK_FLOOR = 0.02
+"""A command is stopped (``disk-limit-exceeded``) when a file system it writes to has less than this share
+of its size free (and under 256 MiB at the least): its workspace, ``HOME`` and private environment are
+folders of the host's disk, bounded per file, not in total."""
+_FLOOR_MIN = 256 * 1024 * 1024
+_GUARD_PERIOD = 0.25
+
+
+class DiskGuard(threading.Thread):
+    """Kills a command's process group when a file system it writes to runs low; ``tripped`` tells."""
+
+    def __init__(self, folders: tuple[str, ...], leader: int) -> None:
+        super().__init__(daemon=True, name="gradeflow-disk-guard")
+        self.folders = folders
+        self.leader = leader
+        self.halt = threading.Event()
+        self.tripped = False
+
+    def run(self) -> None:
+        # Only what the disk lost while the command ran counts: a disk already low is the environment's.
+        start = {folder: _free(folder) for folder in self.folders}
+        while not self.halt.wait(_GUARD_PERIOD):
+            if any(_took_it_low(folder, start[folder]) for folder in self.folders):
+                self.tripped = True
+                kill_group(self.leader)
+                return
+
+
+def _free(folder: str) -> tuple[int, int]:
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return 0, 0
+    return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize
+
+
+def _took_it_low(folder: str, start: tuple[int, int]) -> bool:
+    free, size = _free(folder)
+    floor = max(_FLOOR_MIN, HOST_DISK_FLOOR * size)
+    return size > 0 and free < floor and start[0] - free > _FLOOR_MIN // 4
+
+
 class BwrapContainment:
     """Starts one command under bwrap with a :class:`View`; same interface as the local ``Containment``."""
 
@@ -119,6 +161,7 @@ class BwrapContainment:
         self.view = view
         self.bwrap = bwrap
         self.groups = groups
+        self._guard: DiskGuard | None = None
         self._status_read, self._status_write = os.pipe()
         self.pass_fds: tuple[int, ...] = (self._status_write,)
         self._status = bytearray()
@@ -141,6 +184,11 @@ class BwrapContainment:
         os.close(self._status_write)
         self._reader.start()
 
+    def watch(self, leader: int) -> None:
+        """Guard the host's disk while the command runs: the folders it writes live there."""
+        self._guard = DiskGuard(self.view.writable, leader)
+        self._guard.start()
+
     def kill_all(self, leader: int) -> None:
         kill_group(leader)
 
@@ -154,13 +202,17 @@ class BwrapContainment:
             raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {tail[0][:200]} ({HINT})")
 
     def disk_full(self, exit_code: int | None) -> bool:
-        """The private ``/tmp`` was full when the command ended, or a file hit the size limit."""
-        return b"F" in self._status or (self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25))
+        """The private ``/tmp`` was full when the command ended, a file hit the size limit, or the command
+        was stopped for taking the host's disk down to :data:`HOST_DISK_FLOOR`."""
+        guarded = self._guard is not None and self._guard.tripped
+        return guarded or b"F" in self._status or (self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25))
 
     def oom_killed(self) -> bool:
         return self.groups is not None and self.groups.oom_kills() > 0
 
     def close(self) -> None:
+        if self._guard is not None:
+            self._guard.halt.set()
         # The cgroups empty a moment after the namespace died; their removal is not the command's time.
         if self.groups is not None:
             threading.Thread(target=self.groups.remove, daemon=True, name="gradeflow-cgroup-removal").start()

@@ -149,6 +149,7 @@ class LocalSandbox(Sandbox):
         finally:
             contain.started()
         assert proc.stdout is not None and proc.stderr is not None
+        contain.watch(proc.pid)
         if stdin is not None:
             assert proc.stdin is not None
             Feed(proc.stdin, stdin).start()
