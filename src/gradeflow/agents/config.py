@@ -8,7 +8,9 @@ An agent is a shell command run from the workspace (the task's scrubbed checkout
 - ``GRADEFLOW_TASK_ID``, ``GRADEFLOW_MODEL_ID``, ``GRADEFLOW_PROMPT_REVISION``, ``GRADEFLOW_TRIAL``.
 
 Two agents are built in: ``oracle`` applies the task's reference patch (``reference.diff`` beside the
-task spec) and ``nop`` changes nothing. Pure: no file system, no Prefect.
+task spec) with the grader's own git to the host's copy of the workspace, before its sandbox runs
+``true`` (so the reference never enters a sandbox and an image needs no git), and ``nop`` changes nothing.
+Pure: no file system, no Prefect.
 """
 
 from __future__ import annotations
@@ -40,8 +42,6 @@ SUMMARY_FILE = "agent-summary.json"
 SUMMARY_MAX_BYTES = 64 * 1024
 """A summary file larger than this is ignored (it is a few counts, not a transcript)."""
 BUILTIN_AGENTS = ("oracle", "nop")
-ORACLE_COMMAND = "git apply --whitespace=nowarn -"
-"""The oracle's command: the reference patch arrives on stdin, never as a file the sandbox holds."""
 
 
 class TrialConfig(BaseModel):
@@ -75,9 +75,7 @@ class TrialConfig(BaseModel):
 
     def command(self) -> str:
         """The shell command the sandbox runs."""
-        if self.agent == "oracle":
-            return ORACLE_COMMAND
-        if self.agent == "nop":
+        if self.builtin:
             return "true"
         return self.agent
 

@@ -7,6 +7,7 @@ with ``agent-timeout`` / ``agent-failed`` added to the result's reason codes.
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from gradeflow.agents.sandboxes import ISSUE_NAME, agent_command, agent_env, age
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.graders.verdict import inconclusive_result
 from gradeflow.models import GradeResult
+from gradeflow.models.spec import patch_bytes
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
@@ -57,8 +59,10 @@ def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
     """Run the agent's command once from ``workspace`` in a fresh sandbox; the workspace keeps what it left."""
     config = planned.config
     factory = agent_factory(planned.task, config.sandbox, network=planned.network, agent_dir=config.agent_dir)
-    stdin = planned.reference.encode() if config.agent == "oracle" and planned.reference is not None else None
     started = time.perf_counter()
+    refused = _apply_reference(planned, workspace)
+    if refused is not None:
+        return _agent_run(refused, AgentSummary())
     try:
         with factory.open(workspace) as sandbox:
             folder = sandbox.install_harness({ISSUE_NAME: issue_text(planned.task).encode()})
@@ -66,13 +70,31 @@ def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
                 agent_command(config.command(), config.agent_dir),
                 env=agent_env(planned, sandbox, folder),
                 timeout=config.timeout,
-                stdin=stdin,
             )
             summary = parse_summary(_summary_bytes(sandbox))
             bring_back(sandbox, workspace)
     except SandboxUnavailable as exc:
         return AgentRun(unavailable=str(exc), seconds=round(time.perf_counter() - started, 4))
     return _agent_run(done, summary)
+
+
+def _apply_reference(planned: PlannedTrial, workspace: Path) -> CommandResult | None:
+    """The oracle's edit, by the grader's git on the host: its failure as a command's, else ``None``."""
+    if planned.config.agent != "oracle" or planned.reference is None:
+        return None
+    command = ["git", "apply", "--whitespace=nowarn", "-"]
+    started = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=workspace, input=patch_bytes(planned.reference), capture_output=True, check=False
+    )
+    if done.returncode == 0:
+        return None
+    return CommandResult(
+        command=" ".join(command),
+        exit_code=done.returncode,
+        stderr=done.stderr.decode(errors="replace"),
+        duration=time.perf_counter() - started,
+    )
 
 
 def _agent_run(done: CommandResult, summary: AgentSummary) -> AgentRun:
