@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -26,6 +27,9 @@ from gradeflow.config import gradeflow_version
 from gradeflow.errors import GradeflowError, SpecError, prefect_server_errors
 from gradeflow.logs import configure_logging, quiet_prefect
 from gradeflow.models import GradeResult, TaskSpec
+
+if TYPE_CHECKING:
+    from gradeflow.flows.session import Session
 from gradeflow.models.spec import SANDBOX_KINDS
 from gradeflow.spec import validation_message
 from gradeflow.text import for_terminal
@@ -146,11 +150,11 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
-    from gradeflow.api import grade_in, load_task, make_submission, open_session
+    from gradeflow.api import grade_in, load_task, make_submission
 
     task = load_task(args.task)
     submission = make_submission(patch=args.patch, workspace=args.workspace, submission_id=args.submission_id)
-    session = open_session(task, args.sandbox, args.profile)
+    session = _open_session(args, task)
     choose_server(args.ephemeral)
     result = grade_in(session, submission)
     payload = result.model_dump_json(indent=2)
@@ -161,6 +165,19 @@ def _grade(args: argparse.Namespace) -> int:
     else:
         print(_describe(result))
     return result.exit_code
+
+
+def _open_session(args: argparse.Namespace, task: TaskSpec) -> Session:
+    """:func:`~gradeflow.api.open_session`; a ``SpecError`` about the task names its file (and key)."""
+    from gradeflow.api import open_session
+
+    try:
+        return open_session(task, args.sandbox, args.profile)
+    except SpecError as exc:
+        message = str(exc)
+        if args.profile is None and message.startswith(f"{task.grading.profile}: no such profile"):
+            message = f"grading.profile: {message}"
+        raise SpecError(message if message.startswith(str(args.task)) else f"{args.task}: {message}") from None
 
 
 def _write(path: Path, payload: str) -> None:
@@ -187,12 +204,12 @@ def _describe(result: GradeResult) -> str:
 
 def _validate(args: argparse.Namespace) -> int:
 
-    from gradeflow.api import load_task, make_submission, open_session
+    from gradeflow.api import load_task, make_submission
     from gradeflow.flows.session import flow_runs_without_heartbeat
     from gradeflow.flows.validate import validate_task
 
     task = load_task(args.task)
-    session = open_session(task, args.sandbox, args.profile)
+    session = _open_session(args, task)
     reference = make_submission(patch=args.reference).diff() if args.reference else None
     choose_server(args.ephemeral)
     if args.strength is not None and reference is None:
