@@ -12,14 +12,20 @@ On examples/calc (a bugfix task) with its reference patch, alternates N times, i
 
 Prints the mean and minimum of each, the difference per grade and the ratio (target: ≤ 0.2 s added).
 
+Then, at 1,000 tests (ten modules of 100, each test calling a small library that builds dataclasses and
+opens files, so the audit hook sees its ordinary traffic), pytest alone against pytest with gradeflow's
+plugin without its audit hook and with it, side by side (target: the hook ≤ 0.2 s over the raw run).
+
     python bench/sealing.py [N]
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +42,7 @@ from gradeflow.logs import quiet_prefect
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.spec import load_task
 from gradeflow.tasks import baseline, environment, snapshot, tests
+from gradeflow.tasks._harness import Harness
 from gradeflow.tasks._testrun import run_test_command
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calc"
@@ -99,5 +106,90 @@ def main(n: int) -> None:
         print(f"sealed vs {against}: {added:+.3f} s per grade (ratio {ratio:.2f}x; target <= +0.2 s)")
 
 
+LIBRARY = '''"""A small library the bench's tests call."""
+
+import dataclasses
+import json
+import tempfile
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+def roundtrip(i):
+    with tempfile.TemporaryFile("w+") as handle:
+        json.dump(dataclasses.asdict(Point(i, i + 1)), handle)
+        handle.seek(0)
+        return Point(**json.load(handle))
+'''
+
+
+def _thousand_tests(root: Path) -> None:
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.py").write_text(LIBRARY)
+    for module in range(10):
+        body = "from lib import roundtrip\n\n" + "".join(
+            f"\ndef test_{module}_{i}():\n    assert roundtrip({i}).y == {i + 1}\n" for i in range(100)
+        )
+        (root / "tests" / f"test_m{module}.py").write_text(body)
+    (root / "tests" / "test_canary.py").write_text(
+        "def test_ok_1():\n    pass\n\n\ndef test_no_1():\n    assert False\n"
+    )
+
+
+def _plugin(root: Path, out: Path, audit: bool) -> str:
+    """The harness plugin's source for a run over ``root`` (its audit hook on or off)."""
+    config = {
+        "nonce": "0bench00",
+        "record": str(out / "record.json"),
+        "calls": str(out / "calls.log"),
+        "canary_file": str(root / "tests" / "test_canary.py"),
+        "canaries": ["test_ok_1", "test_no_1"],
+        "must_fail": "test_no_1",
+        "select": None,
+        "workspace": str(root) if audit else None,
+    }
+    template = (Path(__file__).resolve().parent.parent / "src/gradeflow/data/pytest_harness.py.txt").read_text()
+    return template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
+
+
+def audit_cost(n: int) -> None:
+    """pytest alone, with the plugin, and with the plugin's audit hook, on 1,000 tests."""
+    scratch = Path(tempfile.mkdtemp(prefix="gradeflow-bench-audit-"))
+    root, out = scratch / "repo", scratch / "out"
+    try:
+        _thousand_tests(root)
+        out.mkdir()
+        harness = Harness(nonce="0bench00", canary_file="tests/test_canary.py", must_pass="test_ok_1", must_fail="")
+        for name, audit in (("plain", False), ("audited", True)):
+            (out / name).mkdir()
+            (out / name / f"{harness.module}.py").write_text(_plugin(root, out, audit))
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+        env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
+        runs = {
+            "raw": (base, env),
+            "plugin, no audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'plain'}:src"}),
+            "plugin + audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'audited'}:src"}),
+        }
+        samples: dict[str, list[float]] = {label: [] for label in runs}
+        for _ in range(n + 1):
+            for label, (argv, variables) in runs.items():
+                started = time.perf_counter()
+                subprocess.run(argv, cwd=root, env=variables, capture_output=True, check=False)
+                samples[label].append(time.perf_counter() - started)
+        means = {label: statistics.mean(values[1:]) for label, values in samples.items()}
+        print("1,000 tests: " + "  ".join(f"{label} {mean:.3f} s" for label, mean in means.items()))
+        hook = means["plugin + audit"] - means["plugin, no audit"]
+        print(f"audit hook: {hook:+.3f} s; plugin with it over raw: {means['plugin + audit'] - means['raw']:+.3f} s")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    main(runs)
+    audit_cost(runs)

@@ -262,3 +262,18 @@ def test_the_summary_keeps_markers_and_where_skips_came_from() -> None:
         "tests/test_calc.py::test_skip": "./src/calc.py",
         "tests/test_calc.py::test_x": "/venv/x.py",
     }
+
+
+def test_what_the_audit_hook_saw_that_the_base_did_not_is_tampering() -> None:
+    record, facts = _honest()
+    audit = [("sys.settrace", "/ws/src/calc.py", ""), ("compile", "/ws/src/gen.py", "<string>")]
+    record = record.model_copy(update={"audit": audit})
+    base = BASE.model_copy(update={"audit": ["compile ./src/gen.py"]})
+    problems = check_run(HARNESS, record, facts, base)
+    assert problems == [
+        "the code under test did at run time what the base's run never did: sys.settrace from ./src/calc.py"
+    ]
+    assert summarize(record, HARNESS, facts.cases, facts.places, facts.exit_code).audit == [
+        "compile ./src/gen.py",
+        "sys.settrace ./src/calc.py",
+    ]

@@ -90,6 +90,11 @@ class HarnessSummary(BaseModel):
     decorators included); tests carrying none are left out."""
     raisers: dict[str, str] = Field(default_factory=dict)
     """Node id → the file a skip or xfail raised during the test's call came from (named as ``foreign_code``)."""
+    audit: list[str] = Field(default_factory=list)
+    """``event file`` for what the repository's code did at run time that honest library code does not (the
+    harness's audit hook: ``compile``/``exec`` of code from no file, ``sys.settrace``, ``gc.get_objects``,
+    ``ctypes.*``, ``marshal.loads``, ``code.__new__``, ``open`` writing a .py/.pyc/conftest.py); one the base
+    run did not have is tampering."""
 
 
 class TestRunEvidence(BaseModel):

@@ -74,6 +74,10 @@ class HarnessRecord(BaseModel):
     """Node id → the expected-outcome markers its test carries (``xfail``, ``skip``)."""
     raisers: dict[str, str] = Field(default_factory=dict)
     """Node id → the file a skip or xfail raised during its call came from."""
+    audit: list[tuple[str, str, str]] = Field(default_factory=list)
+    """``(event, workspace file, detail)`` for what the repository's code did at run time that honest library
+    code does not (the runtime audit hook: compile/exec of code from no file, settrace, gc walks, ctypes,
+    marshal, new code objects, writing .py/.pyc/conftest.py files into the tree)."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -135,6 +139,7 @@ class Harness:
             "record": sandbox.output_path(self.record_name),
             "calls": sandbox.output_path(self.log_name),
             "canary_file": f"{workspace}/{self.canary_file}",
+            "workspace": workspace,
             "canaries": [self.must_pass, self.must_fail],
             "must_fail": self.must_fail,
             "select": None if self.select is None else list(self.select),
@@ -248,7 +253,13 @@ def summarize(
         misplaced_code=sorted(set(record.misplaced_code)),
         marked=dict(record.marked),
         raisers={nodeid: _relative(file, places) for nodeid, file in record.raisers.items()},
+        audit=_audited(record, places),
     )
+
+
+def _audited(record: HarnessRecord, places: Places) -> list[str]:
+    """``event file`` for each runtime audit entry, the file named as in :func:`_relative`."""
+    return sorted({f"{event} {_relative(file, places)}" for event, file, _detail in record.audit})
 
 
 def _relative(file: str, places: Places) -> str:
@@ -397,6 +408,10 @@ def _machinery_problems(record: HarnessRecord, base: HarnessSummary, places: Pla
         problems.append(
             f"a test function ran code from a file the base's tests never ran as one: {', '.join(foreign[:3])}"
         )
+    audited = sorted(set(_audited(record, places)) - set(base.audit))
+    if audited:
+        shown = ", ".join(entry.replace(" ", " from ", 1) for entry in audited[:3])
+        problems.append(f"the code under test did at run time what the base's run never did: {shown}")
     misplaced = sorted(set(record.misplaced_code) - set(base.misplaced_code))
     if misplaced:
         problems.append(f"a test ran a function its file does not define: {', '.join(misplaced[:3])}")
