@@ -51,3 +51,12 @@ def test_the_step_budget_truncates_and_close_removes_the_workspace() -> None:
             env.step(Submit())
         workspace = env.workspace
     assert workspace is not None and not Path(workspace).exists()
+
+
+@pytest.mark.usefixtures("prefect")
+def test_the_time_budget_stops_a_command_and_truncates() -> None:
+    with RepoEnv(CALC, time_limit=1.0) as env:
+        env.reset()
+        observation, reward, terminated, truncated, info = env.step(Run("sleep 30"))
+        assert info["timed_out"] and observation.exit_code is None
+        assert (reward, terminated, truncated) == (0.0, False, True)

@@ -7,6 +7,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from agents.conftest import CALC
 from gradeflow.agents import TrialRun
 from gradeflow.api import grade
@@ -115,3 +117,29 @@ def test_the_same_search_reaches_the_prefect_api_from_the_local_sandbox(
     done = trials(f"python {folder}/search_agent.py", sandbox="local", timeout=300)
     (trial,) = done.trials
     assert trial.exit_code == 1
+
+
+def _agent_artifact(flow_run_id: str) -> str:
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(flow_run_id)]))
+        )
+    return "\n".join(str(a.data) for a in found if (a.key or "").startswith("agent-"))
+
+
+def test_the_agent_s_output_is_a_redacted_artifact_and_never_in_the_ledger(
+    trials: Callable[..., TrialRun], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s3cret-token-for-the-model-api-0451"
+    monkeypatch.setenv("GF_MODEL_KEY", secret)
+    done = trials('echo "key=$GF_MODEL_KEY"; echo visible-progress-line >&2', passed_env=("GF_MODEL_KEY",))
+    (trial,), (record,) = done.trials, done.records
+    shown = _agent_artifact(trial.flow_run_id)
+    assert "visible-progress-line" in shown and "key=[redacted]" in shown and secret not in shown
+    kept = trial.model_dump_json() + record.model_dump_json()
+    assert "visible-progress-line" not in kept and secret not in kept
