@@ -48,8 +48,16 @@ def _until(probe: Any, timeout: float, what: str) -> Any:
     raise SystemExit(f"timed out waiting for {what}")
 
 
+def _api(response: httpx.Response, what: str) -> Any:
+    """The answer's JSON; a refused or failed call ends the bench with what was asked and what came back."""
+    if response.is_error:
+        raise SystemExit(f"{what}: HTTP {response.status_code}: {response.text[:300]}")
+    return response.json()
+
+
 def _run(api: str, root: Path) -> str:
-    deployment = httpx.get(f"{api}/deployments/name/grade-request/grade-submission", timeout=30).json()
+    url = f"{api}/deployments/name/grade-request/grade-submission"
+    deployment = _api(httpx.get(url, timeout=30), "the grade-submission deployment")
     request = {
         "task_id": "calc-divzero",
         "task_path": str(ROOT / "examples" / "calc" / "task.yaml"),
@@ -58,16 +66,17 @@ def _run(api: str, root: Path) -> str:
         "ledger": str(root / "ledger.db"),
     }
     body = {"parameters": {"request": request}}
-    return str(httpx.post(f"{api}/deployments/{deployment['id']}/create_flow_run", json=body, timeout=30).json()["id"])
+    created = httpx.post(f"{api}/deployments/{deployment['id']}/create_flow_run", json=body, timeout=30)
+    return str(_api(created, "creating the flow run")["id"])
 
 
 def _state(api: str, run_id: str) -> str:
-    return str(httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).json()["state_type"])
+    return str(_api(httpx.get(f"{api}/flow_runs/{run_id}", timeout=30), "reading the flow run")["state_type"])
 
 
 def _tests_running(api: str, run_id: str) -> bool:
     body = {"flow_runs": {"id": {"any_": [run_id]}}}
-    runs = httpx.post(f"{api}/task_runs/filter", json=body, timeout=30).json()
+    runs = _api(httpx.post(f"{api}/task_runs/filter", json=body, timeout=30), "listing the task runs")
     return any(t["name"].startswith("tests") and t["state_type"] == "RUNNING" for t in runs)
 
 
@@ -76,7 +85,14 @@ def _measure(api: str, env: dict[str, str], root: Path) -> dict[str, Any]:
     run_id = _run(api, root)
     _until(lambda: _tests_running(api, run_id), 120, "the grade to reach its tests")
     # A lost machine: the worker and the flow run's process (its own session) die at once.
-    flow_pid = int(httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).json()["infrastructure_pid"])
+    # The worker records the pid once the process is up: wait for it rather than read a missing field.
+    flow_pid = int(
+        _until(
+            lambda: _api(httpx.get(f"{api}/flow_runs/{run_id}", timeout=30), "the run").get("infrastructure_pid"),
+            60,
+            "the flow run's pid",
+        )
+    )
     os.killpg(worker.pid, signal.SIGKILL)
     os.killpg(os.getpgid(flow_pid), signal.SIGKILL)
     worker.wait()
@@ -88,7 +104,7 @@ def _measure(api: str, env: dict[str, str], root: Path) -> dict[str, Any]:
     )
     try:
         body = {"state": {"type": "SCHEDULED"}, "force": True}
-        httpx.post(f"{api}/flow_runs/{run_id}/set_state", json=body, timeout=30)
+        _api(httpx.post(f"{api}/flow_runs/{run_id}/set_state", json=body, timeout=30), "rescheduling the run")
         _until(lambda: _state(api, run_id) in {"COMPLETED", "FAILED", "CRASHED"} or None, 240, "the retry to finish")
         final = _state(api, run_id)
     finally:
