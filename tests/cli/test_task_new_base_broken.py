@@ -1,5 +1,6 @@
-"""``task new`` on a command that gives no report explains why: the command, the exit code with pytest's
-meaning and the run's last output lines, in its one error line (exit 3)."""
+"""``task new``: a command that gives no report is explained (the command, the exit code with pytest's meaning
+and the run's last output lines, one error line, exit 3); a fix commit must descend from the base; each run
+is shown as it ends."""
 
 from __future__ import annotations
 
@@ -39,3 +40,20 @@ def test_a_fix_commit_that_does_not_descend_from_the_base_is_refused(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--fix-commit: {older} does not descend from --base {newer[:12]}" in err[0], err
     assert not out.exists()
+
+
+@pytest.mark.usefixtures("prefect")
+def test_each_run_is_shown_as_it_ends(
+    project: tuple[Path, str, str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base, _, patch = project
+    command = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
+    argv = ["task", "new", "--repo", str(repo), "--base", base, "--reference", str(patch), "--tests", command]
+    assert main([*argv, "--repeat", "2", "--out", str(tmp_path / "t" / "task.yaml")]) == 0
+    runs = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gradeflow: run ")]
+    assert [line.split(" s")[0].rsplit(":", 1)[0] for line in runs] == [
+        "gradeflow: run 1/4 (base 1)",
+        "gradeflow: run 2/4 (base 2)",
+        "gradeflow: run 3/4 (reference 1)",
+        "gradeflow: run 4/4 (reference 2)",
+    ]

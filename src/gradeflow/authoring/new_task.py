@@ -30,13 +30,14 @@ from gradeflow.authoring.patches import (
     run_git,
     split_diff,
 )
+from gradeflow.authoring.run_progress import RunProgress
 from gradeflow.errors import BaselineBroken, SpecError
 from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
 from gradeflow.flows.validate import ValidationReport, doctest_warnings, validate_task
 from gradeflow.models import TaskSpec, TaskType, TestsSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
-from gradeflow.tasks.flaky import RepeatedRuns, repeat_tests
+from gradeflow.tasks.flaky import RepeatedRuns, repeat_tests, run_listener
 from gradeflow.tasks.repo import BaseRef
 
 __all__ = [
@@ -225,8 +226,12 @@ def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
     task = load_task(request.out, scored=False)
     session = open_session(task, "local")
     progress(f"running the tests {request.repeat}x on the base and {request.repeat}x with the reference")
-    with flow_runs_without_heartbeat():
-        runs = derive_runs(task, reference, session.factory, request.repeat, session.base)
+    with RunProgress(2 * request.repeat) as display, flow_runs_without_heartbeat():
+        token = run_listener.set(display)
+        try:
+            runs = derive_runs(task, reference, session.factory, request.repeat, session.base)
+        finally:
+            run_listener.reset(token)
     errors = [f"{r.side} {e}" for r in runs for e in r.errors]
     if errors:
         raise BaselineBroken(f"task new: the tests gave no usable report: {'; '.join(errors)}")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from typing import Literal
+from contextvars import ContextVar
+from typing import Literal, Protocol
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -26,9 +27,21 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import require_report, run_test_command
 from gradeflow.tasks.baseline import Baseline, inject_hidden_on_base, task_sandbox, working_copy
 
-__all__ = ["FlakyTest", "RepeatedRuns", "flaky_tests", "repeat_tests"]
+__all__ = ["FlakyTest", "RepeatedRuns", "RunListener", "flaky_tests", "repeat_tests", "run_listener"]
 
 Side = Literal["base", "reference"]
+
+
+class RunListener(Protocol):
+    """Told about each repeated run as it starts and ends (``task new``'s progress display)."""
+
+    def started(self, side: str, number: int) -> None: ...
+
+    def finished(self, side: str, number: int, seconds: float, ok: bool) -> None: ...
+
+
+run_listener: ContextVar[RunListener | None] = ContextVar("gradeflow_run_listener", default=None)
+"""Set around a flow whose :func:`repeat_tests` calls a listener should hear about (never a task parameter)."""
 
 
 class RepeatedRuns(BaseModel):
@@ -116,7 +129,12 @@ def repeat_tests(
         inject_hidden_on_base(task_spec, workspace, "before the repeated runs")
         with task_sandbox(task_spec, workspace, baseline, sandboxes) as sandbox:
             for number in range(1, runs + 1):
+                listener = run_listener.get()
+                if listener is not None:
+                    listener.started(repeated.side, number)
                 evidence = run_test_command(task_spec, sandbox)
+                if listener is not None:
+                    listener.finished(repeated.side, number, evidence.duration, evidence.junit_found)
                 try:
                     # The first failure explains itself (command, exit code, last output); later ones just say so.
                     require_report(evidence, f"run {number}", None if repeated.errors else task_spec)
