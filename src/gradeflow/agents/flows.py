@@ -9,6 +9,7 @@ only the trials the ledger lacks.
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 import time
@@ -114,8 +115,6 @@ def agent_trial(planned: PlannedTrial) -> TrialOutcome:
 
 
 def _passed_values(planned: PlannedTrial) -> list[str]:
-    import os
-
     return [os.environ[name] for name in planned.config.passed_env if name in os.environ]
 
 
