@@ -49,6 +49,7 @@ from starlette.routing import Route
 
 from gradeflow.config import cache_dir
 from gradeflow.errors import SpecError
+from gradeflow.evaluation.ledger import ledger_url
 from gradeflow.evaluation.suite import patch_hash
 from gradeflow.models import Submission
 from gradeflow.profiles import available_profiles, load_profile
@@ -227,7 +228,9 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
     if isinstance(fields.get("patch"), str):
         fields.update(carried(fields["patch"]))
     try:
-        ledger = public_ledger(receiver.config.ledger)
+        # Without a configured ledger the default one (as `gradeflow report` reads it): a served grade is
+        # always recorded, so a reviewer's answer has its grade beside it.
+        ledger = public_ledger(receiver.config.ledger or ledger_url())
         request = GradeRequest(task_id=str(task_id), task_path=str(path), ledger=ledger, **fields)
     except ValidationError as exc:
         first = exc.errors()[0]
