@@ -37,6 +37,7 @@ def demo() -> int:
         ]
         failures += [" ".join(args) for code, args in expected if _run(*args) != code]
     print("\ndemo: all examples graded as expected" if not failures else f"\ndemo: unexpected exit codes: {failures}")
+    print(f"demo: gradeflow is in {Path(sys.executable).parent}, not on PATH: run `. .venv/bin/activate` to use it")
     return 1 if failures else 0
 
 
