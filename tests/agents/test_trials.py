@@ -25,6 +25,19 @@ def test_oracle_three_times_gives_three_passing_records(trials: Callable[..., Tr
     assert all(r.passed and r.status == "graded" and r.model_id == "oracle-check" for r in done.records)
     assert [t.exit_code for t in done.trials] == [0, 0, 0]
     assert (done.ran, done.skipped, done.failed) == (3, 0, [])
+    stored = _stored_parameters(done.trials[0].flow_run_id)
+    assert "calc-divzero" in stored and "clear message" not in stored  # the reference's text is not kept
+
+
+def _stored_parameters(flow_run_id: str) -> str:
+    """The parameters Prefect's API keeps for a flow run, as JSON."""
+    import json
+    from uuid import UUID
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return json.dumps(client.read_flow_run(UUID(flow_run_id)).parameters, default=str)
 
 
 def test_nop_fails(trials: Callable[..., TrialRun]) -> None:

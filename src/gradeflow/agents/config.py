@@ -112,8 +112,9 @@ class PlannedTrial(BaseModel):
     """1-based: the trial's number within its configuration and task."""
     content_key: str
     profile: str | None = None
-    reference: str | None = None
-    """The reference patch's text, for the oracle only."""
+    reference: str | None = Field(default=None, exclude=True, repr=False)
+    """The reference patch's text, for the oracle only; never in the JSON Prefect stores of a run's parameters
+    (the flow and its tasks receive the object itself, a Dask worker its pickle)."""
     repository_revision: str = ""
 
     @property
