@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from agents.conftest import CALC
-from gradeflow.agents import TrialRun
+from gradeflow.agents import TrialConfig, TrialRun, plan_trials, run_trials
 from gradeflow.api import grade
+from gradeflow.evaluation.ledger import Ledger
 from gradeflow.evaluation.suite import patch_hash
 from gradeflow.models import Submission
+from gradeflow.spec import load_task
 
 FIX = r"s/        return None/        raise ZeroDivisionError(\"division by zero is undefined\")/"
 SED_AGENT = f"sed -i '{FIX}' src/calc.py"
@@ -156,3 +158,20 @@ def test_the_agent_s_output_is_a_redacted_artifact_and_never_in_the_ledger(
     assert "visible-progress-line" in shown and "key=[redacted]" in shown and secret not in shown
     kept = trial.model_dump_json() + record.model_dump_json()
     assert "visible-progress-line" not in kept and secret not in kept
+
+
+@pytest.mark.usefixtures("prefect")
+def test_the_agent_gets_the_issue_read_only_and_its_identifiers(ledger: Ledger, tmp_path: Path) -> None:
+    task_dir = tmp_path / "calc"
+    shutil.copytree(CALC.parent, task_dir)
+    spec = task_dir / "task.yaml"
+    spec.write_text(spec.read_text() + 'issue: "calc.divide(x, 0) returns None; it should raise."\n')
+    checks = [
+        'grep -q "returns None; it should raise" "$GRADEFLOW_ISSUE_FILE"',
+        '! (echo tampered >> "$GRADEFLOW_ISSUE_FILE") 2>/dev/null',
+        'test "$GRADEFLOW_MODEL_ID/$GRADEFLOW_PROMPT_REVISION/$GRADEFLOW_TRIAL" = "m1/r2/trial-1"',
+        'test "$GRADEFLOW_TASK_ID" = calc-divzero && test "$(git rev-list --count HEAD)" = 1',
+    ]
+    config = TrialConfig(agent=" && ".join(checks), model_id="m1", prompt_revision="r2")
+    done = run_trials(plan_trials([load_task(spec)], config, 1), ledger, show_progress=False)
+    assert done.trials[0].exit_code == 0
