@@ -277,3 +277,11 @@ def test_what_the_audit_hook_saw_that_the_base_did_not_is_tampering() -> None:
         "compile ./src/gen.py",
         "sys.settrace ./src/calc.py",
     ]
+
+
+def test_a_rebound_test_module_name_the_base_did_not_have_is_tampering() -> None:
+    record, facts = _honest()
+    record = record.model_copy(update={"namespaces": ["/ws/tests/test_calc.py pytest", "/ws/tests/test_x.py close"]})
+    base = BASE.model_copy(update={"namespaces": ["./tests/test_x.py close"]})
+    problems = check_run(HARNESS, record, facts, base)
+    assert problems == ["names the test modules hold were rebound during the run: ./tests/test_calc.py pytest"]

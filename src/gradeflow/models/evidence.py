@@ -90,6 +90,9 @@ class HarnessSummary(BaseModel):
     decorators included); tests carrying none are left out."""
     raisers: dict[str, str] = Field(default_factory=dict)
     """Node id → the file a skip or xfail raised during the test's call came from (named as ``foreign_code``)."""
+    namespaces: list[str] = Field(default_factory=list)
+    """``file name`` for each name a test module imported (or attribute of a test class) that differed from a
+    fresh resolution when collection ended, or was rebound during the run; one the base lacks is tampering."""
     audit: list[str] = Field(default_factory=list)
     """``event file`` for what the repository's code did at run time that honest library code does not (the
     harness's audit hook: ``compile``/``exec`` of code from no file, ``sys.settrace``, ``gc.get_objects``,

@@ -74,6 +74,9 @@ class HarnessRecord(BaseModel):
     """Node id → the expected-outcome markers its test carries (``xfail``, ``skip``)."""
     raisers: dict[str, str] = Field(default_factory=dict)
     """Node id → the file a skip or xfail raised during its call came from."""
+    namespaces: list[str] = Field(default_factory=list)
+    """``file name`` for each name a test module imported, or attribute of a test class, that was not what a
+    fresh resolution gave when collection ended, or was rebound (or added, removed) during the run."""
     audit: list[tuple[str, str, str]] = Field(default_factory=list)
     """``(event, workspace file, detail)`` for what the repository's code did at run time that honest library
     code does not (the runtime audit hook: compile/exec of code from no file, settrace, gc walks, ctypes,
@@ -254,7 +257,17 @@ def summarize(
         marked=dict(record.marked),
         raisers={nodeid: _relative(file, places) for nodeid, file in record.raisers.items()},
         audit=_audited(record, places),
+        namespaces=_namespaced(record, places),
     )
+
+
+def _namespaced(record: HarnessRecord, places: Places) -> list[str]:
+    """The record's rebound test-module names, each file named as in :func:`_relative`."""
+    found = set()
+    for label in record.namespaces:
+        file, _, name = label.partition(" ")
+        found.add(f"{_relative(file, places)} {name}")
+    return sorted(found)
 
 
 def _audited(record: HarnessRecord, places: Places) -> list[str]:
@@ -408,6 +421,9 @@ def _machinery_problems(record: HarnessRecord, base: HarnessSummary, places: Pla
         problems.append(
             f"a test function ran code from a file the base's tests never ran as one: {', '.join(foreign[:3])}"
         )
+    rebound = sorted(set(_namespaced(record, places)) - set(base.namespaces))
+    if rebound:
+        problems.append(f"names the test modules hold were rebound during the run: {', '.join(rebound[:3])}")
     audited = sorted(set(_audited(record, places)) - set(base.audit))
     if audited:
         shown = ", ".join(entry.replace(" ", " from ", 1) for entry in audited[:3])
