@@ -181,10 +181,12 @@ def write_spec(path: Path, data: dict[str, object], header: str) -> None:
 def derive_runs(
     task_spec: TaskSpec, reference: str, sandbox: SandboxFactory, repeat: int, base: BaseRef
 ) -> list[RepeatedRuns]:
-    """The tests ``repeat`` times on the base, then on the base with ``reference`` (hidden tests injected)."""
+    """The tests ``repeat`` times on the base and on the base with ``reference`` (hidden tests injected), the
+    two sides at once (each in its own sandbox, so neither sees the other's files)."""
     factory = factory_for(task_spec, sandbox)
     _, baseline = prepare_base(task_spec, factory, base)
-    return [repeat_tests(task_spec, baseline, patch, factory, repeat) for patch in (None, reference)]
+    sides = [repeat_tests.submit(task_spec, baseline, patch, factory, repeat) for patch in (None, reference)]
+    return [side.result() for side in sides]
 
 
 class PreparedTask(BaseModel):
