@@ -226,7 +226,7 @@ def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
     """Run the tests on both sides, write the derived lists into the task spec, and validate it."""
     request, reference = prepared.request, prepared.reference
     task = load_task(request.out, scored=False)
-    session = open_session(task, "local")
+    session = open_session(task)  # the sandbox the task will be graded in (isolated by default)
     progress(f"running the tests {request.repeat}x on the base and {request.repeat}x with the reference")
     with RunProgress(2 * request.repeat) as display, flow_runs_without_heartbeat():
         token = run_listener.set(display)
