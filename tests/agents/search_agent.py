@@ -23,6 +23,9 @@ NEEDLES = [
 NAMES = {"test_hidden_calc.py", "reference.diff", "task.yaml", "ledger.db", "suite.yaml"}
 SKIP = {"/proc", "/sys", "/dev"}
 HERE = str(Path(__file__).resolve().parent)
+# Public code whose content may quote the fix (gradeflow's own README, in its package metadata): names are
+# still checked there, contents are not.
+PUBLIC = ("/usr", "/etc", *(p for p in sys.path if p.endswith("site-packages")))
 
 
 def _hits(path: Path) -> list[str]:
@@ -42,7 +45,7 @@ def search_files(found: list[str]) -> None:
             path = Path(root) / name
             if name in NAMES or "calc-divzero" in name:
                 found.append(f"name: {path}")
-            if not root.startswith(("/usr", "/etc")):
+            if not root.startswith(PUBLIC):
                 found += _hits(path)
 
 
