@@ -4,10 +4,11 @@
 run's own folders writable, everything else absent. :class:`BwrapContainment` turns a view into the
 argv of one command:
 
-``prlimit`` (memory, processes, file size) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and, unless the
+(as root, where it can) a shell that joins the command's cgroups → ``prlimit`` (file size; memory and
+processes too where there are no cgroups) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and, unless the
 task asks for the network, network namespaces; a fresh ``/proc``, a minimal ``/dev``, a size-limited
-``/tmp``) → as root, ``setpriv`` down to the task's non-root user with no capabilities and
-``no_new_privs`` → ``/bin/sh -c COMMAND``.
+``/tmp``) → as root, ``setpriv`` down to a non-root user with no capabilities and ``no_new_privs`` →
+a wrapper shell → ``/bin/sh -c COMMAND``.
 
 Run as another user, bwrap makes a user namespace instead and every capability is dropped. bwrap's
 first process in the pid namespace dies with its parent (``--die-with-parent``), and the kernel kills
@@ -67,9 +68,9 @@ class View:
     """The user commands run as when gradeflow runs as root (``None``: gradeflow's own user)."""
     gid: int | None = None
     memory: int | None = None
-    """Bytes of private writable memory per process (``RLIMIT_DATA``)."""
+    """Bytes of private writable memory per process (``RLIMIT_DATA``), where the command has no cgroups."""
     pids: int | None = None
-    """Processes of the command's user at once (``RLIMIT_NPROC``)."""
+    """Processes of the command's user at once (``RLIMIT_NPROC``), where the command has no cgroups."""
     disk: int | None = None
     """Size of the private ``/tmp`` and of any one file written (``RLIMIT_FSIZE``)."""
     symlinks: tuple[tuple[str, str], ...] = field(default=())
@@ -104,6 +105,10 @@ def system_view() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
         elif path.is_dir():
             folders.append(name)
     return tuple(folders), tuple(links)
+
+
+def _last_line(text: str) -> str:
+    return (text.strip().splitlines() or ["no message"])[-1]
 
 
 def _inside(path: str, folder: str) -> bool:
@@ -198,8 +203,7 @@ class BwrapContainment:
         with contextlib.suppress(OSError):
             os.close(self._status_read)
         if not self._status.startswith(b"1"):
-            tail = stderr.strip().splitlines()[-1:] or ["no message"]
-            raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {tail[0][:200]} ({HINT})")
+            raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {_last_line(stderr)[:200]} ({HINT})")
 
     def disk_full(self, exit_code: int | None) -> bool:
         """The private ``/tmp`` was full when the command ended, a file hit the size limit, or the command
@@ -310,14 +314,14 @@ def _probe() -> str | None:
     try:
         done = subprocess.run(contain.argv("true"), capture_output=True, timeout=30, pass_fds=contain.pass_fds)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        contain.started()
         return f"bwrap cannot run: {exc}; {HINT}"
-    contain.started()
+    finally:
+        contain.started()
+    stderr = done.stderr.decode(errors="replace")
     try:
-        contain.check_started("true", done.stderr.decode(errors="replace"))
+        contain.check_started("true", stderr)
     except SandboxUnavailable:
-        message = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        return f"bwrap cannot make its namespaces here ({message[0][:160]}); {HINT}"
+        return f"bwrap cannot make its namespaces here ({_last_line(stderr)[:160]}); {HINT}"
     return None
 
 

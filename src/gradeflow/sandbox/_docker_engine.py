@@ -16,6 +16,7 @@ import structlog
 
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox.base import DEFAULT_DISK, default_disk, numeric_user
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -41,8 +42,6 @@ ENGINE_ERRORS: tuple[type[Exception], ...] = (
 )
 """What a failing or unreachable engine raises through the SDK."""
 API_TIMEOUT = 60
-DEFAULT_DISK = 1024**3
-"""``environment.disk`` when unset: 1 GiB, or half of ``memory`` when that is less."""
 WORKSPACE = "/workspace"
 OUTPUT_DIR = "/gradeflow/out"
 HOME_DIR = "/gradeflow/home"
@@ -82,18 +81,15 @@ class DockerSettings:
         except docker.errors.DockerException as exc:
             raise SpecError(f"environment.memory: {environment.memory!r} is not a size like '2g' ({exc})") from None
         disk = _disk(environment, memory)
-        uid, _, gid = environment.user.partition(":")
-        gid = gid or uid
-        if not uid.isdigit() or not gid.isdigit():
-            raise SpecError(f"environment.user: the docker sandbox needs a numeric 'uid:gid', not {environment.user!r}")
+        uid, gid = numeric_user(environment, "docker")
         return cls(
             image=environment.image or DEFAULT_IMAGE,
             network=environment.network,
             memory=memory,
             nano_cpus=int(environment.cpus * 1e9),
             pids=environment.pids,
-            uid=int(uid),
-            gid=int(gid),
+            uid=uid,
+            gid=gid,
             disk=disk,
         )
 
@@ -151,7 +147,7 @@ class DockerSettings:
 def _disk(environment: EnvironmentSpec, memory: int) -> int:
     """Bytes of ``environment.disk`` (default :data:`DEFAULT_DISK` or half of memory); below ``memory``."""
     if environment.disk is None:
-        return min(DEFAULT_DISK, memory // 2)
+        return default_disk(memory)
     try:
         disk = int(docker.utils.parse_bytes(environment.disk))
     except docker.errors.DockerException as exc:

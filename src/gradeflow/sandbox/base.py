@@ -21,9 +21,11 @@ from typing import ClassVar
 
 from pydantic import BaseModel
 
-from gradeflow.errors import SandboxUnavailable
+from gradeflow.errors import SandboxUnavailable, SpecError
+from gradeflow.models import EnvironmentSpec
 
 __all__ = [
+    "DEFAULT_DISK",
     "MAX_OUTPUT_BYTES",
     "PROBE_MIN_FREE_BYTES",
     "PROBE_TIMEOUT",
@@ -36,7 +38,9 @@ __all__ = [
     "archive_roots",
     "archive_tree",
     "check_free_space",
+    "default_disk",
     "member_path",
+    "numeric_user",
     "remove_tree",
     "replace_tree",
     "restore_roots",
@@ -55,6 +59,8 @@ BASE_ENV = {
     "PYTHONUNBUFFERED": "1",
 }
 """Variables every command sees (the task's ``env`` may override them); nothing else is inherited."""
+DEFAULT_DISK = 1024**3
+"""``environment.disk`` when unset: 1 GiB, or half of ``memory`` when that is less (docker and isolated)."""
 PROBE_MIN_FREE_BYTES = 64 * 1024 * 1024
 """Below this much free space where workspaces and baselines live, a probe reports the disk full."""
 
@@ -93,6 +99,21 @@ class SandboxDescription(BaseModel):
     pythonhashseed: str = BASE_ENV["PYTHONHASHSEED"]
     python_environment: str | None = None
     """Where ``setup`` installs: the local sandbox's private environment per sandbox and what it layers over."""
+
+
+def default_disk(memory: int) -> int:
+    """Bytes of the writable space when ``environment.disk`` is not set, for ``memory`` bytes of memory."""
+    return min(DEFAULT_DISK, memory // 2)
+
+
+def numeric_user(environment: EnvironmentSpec, sandbox: str) -> tuple[int, int]:
+    """``environment.user`` as ``(uid, gid)`` (a lone uid is its own gid); ``SpecError`` naming ``sandbox``
+    when it is not numeric."""
+    uid, _, gid = environment.user.partition(":")
+    gid = gid or uid
+    if not uid.isdigit() or not gid.isdigit():
+        raise SpecError(f"environment.user: the {sandbox} sandbox needs a numeric 'uid:gid', not {environment.user!r}")
+    return int(uid), int(gid)
 
 
 def archive_tree(root: Path, archive: Path) -> None:

@@ -13,12 +13,15 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
   the reference, the task spec), no host sockets (``/run``, the docker socket);
 - **namespaces**: pid (every process dies with the command), network (none unless ``environment.network``:
   a private loopback only, which reaches nothing of the host), ipc, uts;
-- **a non-root user with no capabilities**: as root, commands run as ``environment.user`` (default
-  1000:1000) with ``no_new_privs``, so nothing can be unmounted, remounted or read that this user
-  could not read; the folders commands write are handed to that user before each command that follows
-  a change made by gradeflow. As another user, bwrap makes a user namespace and drops every capability;
-- **limits**: the timeout, ``environment.memory`` (``RLIMIT_DATA`` per process), ``environment.pids``
-  (``RLIMIT_NPROC``), ``environment.disk`` (the size of ``/tmp`` and of any one file written), output.
+- **a non-root user with no capabilities**: as root, commands run as a user of the sandbox's own
+  (:func:`sandbox_user`; ``environment.user`` when the task sets one) with ``no_new_privs``, so nothing
+  can be unmounted, remounted or read that this user could not read; the folders commands write are
+  handed to that user before each command that follows a change made by gradeflow. As another user,
+  bwrap makes a user namespace and drops every capability;
+- **limits**: the timeout; ``environment.memory`` and ``environment.pids`` from cgroups of the command's
+  own where they can be made (:mod:`gradeflow.sandbox._cgroups`), ``prlimit`` per process or user
+  otherwise; ``environment.disk`` (the size of ``/tmp`` and of any one file written, and a guard on the
+  host's disk); output.
 
 When bwrap is missing or refused here, :meth:`IsolatedSandboxFactory.describe` raises
 ``SandboxUnavailable`` with a hint: a grade that asked for this sandbox is inconclusive, never silently
@@ -42,34 +45,32 @@ from gradeflow.models import EnvironmentSpec
 from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
 from gradeflow.sandbox._cgroups import make_groups
-from gradeflow.sandbox.base import SandboxDescription, SandboxFactory, check_free_space, run_true_in_fresh_sandbox
+from gradeflow.sandbox.base import (
+    SandboxDescription,
+    SandboxFactory,
+    check_free_space,
+    default_disk,
+    numeric_user,
+    run_true_in_fresh_sandbox,
+)
 from gradeflow.sandbox.local import LocalSandbox
 
 __all__ = ["IsolatedSandbox", "IsolatedSandboxFactory", "IsolationSettings"]
-
-DEFAULT_DISK = 1024**3
-"""``/tmp`` and the per-file limit when ``environment.disk`` is not set (as docker: 1 GiB, or half the memory)."""
 
 
 class IsolationSettings:
     """The limits and identity of isolated commands, from a task's ``environment``; ``SpecError`` when bad."""
 
     def __init__(self, environment: EnvironmentSpec) -> None:
-        uid, _, gid = environment.user.partition(":")
-        gid = gid or uid
-        if not uid.isdigit() or not gid.isdigit():
-            raise SpecError(
-                f"environment.user: the isolated sandbox needs a numeric 'uid:gid', not {environment.user!r}"
-            )
-        if int(uid) == 0:
+        self.uid, self.gid = numeric_user(environment, "isolated")
+        if self.uid == 0:
             raise SpecError("environment.user: the isolated sandbox never runs commands as root (uid 0)")
-        self.uid, self.gid = int(uid), int(gid)
         self.own_user = "user" not in environment.model_fields_set
         """No ``environment.user`` given: every sandbox gets a user of its own (see :func:`sandbox_user`)."""
         self.network = environment.network
         self.memory = parse_size(environment.memory)
         self.pids = environment.pids
-        self.disk = parse_size(environment.disk) if environment.disk else min(DEFAULT_DISK, self.memory // 2)
+        self.disk = parse_size(environment.disk) if environment.disk else default_disk(self.memory)
 
 
 _USERS = itertools.count()
@@ -103,16 +104,17 @@ class IsolatedSandbox(LocalSandbox):
         system, links = system_view()
         self._read_only = (*system, *interpreter_folders(), *(str(Path(f).resolve()) for f in read_only))
         self._links = links
+        self._writable = (self.workspace, *(str(self._scratch / name) for name in ("out", "home", "env")))
+        """The folders commands may write: the workspace, the output folder, ``HOME``, the private environment."""
+        self._bwrap = bwrap_path() or "bwrap"
 
     def _containment(self) -> BwrapContainment:
         self._hand_over()
         settings = self._settings
-        scratch = self._scratch
-        writable = (self.workspace, *(str(scratch / name) for name in ("out", "home", "env")))
         view = View(
-            read_only=(*self._read_only, str(scratch / "harness")),
+            read_only=(*self._read_only, str(self._scratch / "harness")),
             files=self._accounts,
-            writable=writable,
+            writable=self._writable,
             workdir=self.workspace,
             network=settings.network,
             uid=settings.uid if self._as_root else None,
@@ -123,7 +125,7 @@ class IsolatedSandbox(LocalSandbox):
             symlinks=self._links,
         )
         groups = make_groups(settings.memory, settings.pids) if self._as_root else None
-        return BwrapContainment(view, bwrap_path() or "bwrap", groups)
+        return BwrapContainment(view, self._bwrap, groups)
 
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
         # The temporary folder is the private, size-limited /tmp (emptied after every command), so that
@@ -155,10 +157,9 @@ class IsolatedSandbox(LocalSandbox):
         if self._handed_over:  # the output folder alone is made afresh by gradeflow before every command
             os.chown(self.output_dir, self._settings.uid, self._settings.gid)
             return
-        folders = [self.workspace, *(str(self._scratch / name) for name in ("out", "home", "env"))]
         owner = f"{self._settings.uid}:{self._settings.gid}"
         # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
-        done = subprocess.run(["chown", "-R", "-P", "-h", owner, *folders], capture_output=True, check=False)
+        done = subprocess.run(["chown", "-R", "-P", "-h", owner, *self._writable], capture_output=True, check=False)
         if done.returncode != 0:
             tail = done.stderr[-200:]
             raise SandboxUnavailable(f"isolated sandbox: cannot hand the run's folders to {owner}: {tail!r}")
