@@ -12,7 +12,15 @@ from gradeflow.models import ChangedFile
 from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import remove_tree
 
-__all__ = ["HostWorkspace", "inject_tree", "list_files", "readable_file", "remove_injected", "restore_from"]
+__all__ = [
+    "HostWorkspace",
+    "inject_tree",
+    "list_files",
+    "matching_entries",
+    "readable_file",
+    "remove_injected",
+    "restore_from",
+]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
 
@@ -46,15 +54,22 @@ class HostWorkspace(WorkspaceView):
 
 def list_files(root: Path, globs: list[str]) -> list[str]:
     """Repository-relative paths of regular files under ``root`` matching ``globs`` (no links, no .git)."""
-    found = []
+    return matching_entries(root, globs)[0]
+
+
+def matching_entries(root: Path, globs: list[str]) -> tuple[list[str], list[str]]:
+    """The files under ``root`` matching ``globs`` (no .git, links to folders not entered), in one walk:
+    ``(regular files, links to files)``, each as sorted repository-relative paths."""
+    files_found: list[str] = []
+    links_found: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
         for name in sorted(files):
             full = Path(folder) / name
             rel = full.relative_to(root).as_posix()
-            if not full.is_symlink() and matches_any(rel, globs):
-                found.append(rel)
-    return found
+            if matches_any(rel, globs):
+                (links_found if full.is_symlink() else files_found).append(rel)
+    return files_found, links_found
 
 
 def restore_from(pristine: Path, workspace: Path, paths: list[str]) -> list[str]:

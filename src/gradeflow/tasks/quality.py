@@ -7,7 +7,6 @@ one; a link the patch added or changed there is not measured at all but is a fin
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prefect import task
@@ -17,8 +16,7 @@ from gradeflow.graders.base import GradingContext
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionMetrics
-from gradeflow.models.globs import matches_any
-from gradeflow.tasks._files import list_files
+from gradeflow.tasks._files import matching_entries
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["measure_quality", "measured_links"]
@@ -33,9 +31,9 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
     globs = task_spec.quality.paths
     functions: list[FunctionMetrics] = []
     changed = {c.path for c in snapshot.changes if c.status != "removed"}
-    links = measured_links(view.root, globs)
+    files, links = matching_entries(view.root, globs)
     unreadable = [f"{path}: the patch made it a link" for path in links if path in changed]
-    for path in list_files(view.root, globs):
+    for path in files:
         try:
             functions += measure_source(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
@@ -51,12 +49,4 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
 
 def measured_links(root: Path, globs: list[str]) -> list[str]:
     """Repository-relative paths of the links to files under ``root`` that match ``globs`` (no .git)."""
-    found = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
-        for name in sorted(files):
-            full = Path(folder) / name
-            rel = full.relative_to(root).as_posix()
-            if full.is_symlink() and matches_any(rel, globs):
-                found.append(rel)
-    return found
+    return matching_entries(root, globs)[1]
