@@ -88,15 +88,20 @@ def unified_diff(path: str, old: str | None, new: str) -> str:
     return "".join(lines)
 
 
+def write_base_repo(repo: Path) -> Path:
+    """:data:`BASE_FILES` written into the folder ``repo``; returns it."""
+    for name, text in BASE_FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    return repo
+
+
 @pytest.fixture
 def hostile_task(tmp_path: Path) -> Callable[..., TaskSpec]:
     """A task spec over a fresh copy of :data:`BASE_FILES`, graded in docker with small limits."""
 
     def make(**overrides: Any) -> TaskSpec:
-        repo = tmp_path / "repo"
-        for name, text in BASE_FILES.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
+        repo = write_base_repo(tmp_path / "repo")
         spec: dict[str, Any] = {
             "task_id": "hostile",
             "type": "bugfix",

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from prefect.settings import PREFECT_API_URL
-from tests.sandbox.conftest import BASE_FILES, unified_diff
+from tests.sandbox.conftest import BASE_FILES, unified_diff, write_base_repo
 
 from gradeflow import grade
 from gradeflow.models import GradeResult, TaskSpec
@@ -102,12 +102,9 @@ def attack(
     del prefect
     if bwrap_problem() is not None:
         pytest.fail(f"the isolated sandbox is the default and must run here: {bwrap_problem()}")
-    repo, drop = tmp_path / "repo", tmp_path / "drop"
+    repo, drop = write_base_repo(tmp_path / "repo"), tmp_path / "drop"
     drop.mkdir(mode=0o777)
     drop.chmod(0o777)
-    for name, text in BASE_FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
     task = TaskSpec.model_validate(
         {
             "task_id": f"hostile-{uuid.uuid4().hex[:8]}",
