@@ -104,7 +104,7 @@ def _harness_cost(root: Path, repeat: int) -> float:
         "must_fail": "test_canary_fail",
         "select": None,
     }
-    template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
+    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
     (folder / "_gradeflow_bench.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
     differences = []
     for _ in range(repeat):

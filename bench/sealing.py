@@ -39,11 +39,11 @@ os.environ.setdefault("GRADEFLOW_HOME", tempfile.mkdtemp(prefix="gradeflow-bench
 from pydantic import SecretStr
 
 from gradeflow.api import make_submission
+from gradeflow.integrity.harness import Harness
 from gradeflow.logs import quiet_prefect
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.spec import load_task
 from gradeflow.tasks import baseline, environment, snapshot, tests
-from gradeflow.tasks._harness import Harness
 from gradeflow.tasks._testrun import run_test_command
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "calc"
@@ -154,7 +154,7 @@ def _plugin(root: Path, out: Path, audit: bool) -> str:
         "select": None,
         "workspace": str(root) if audit else None,
     }
-    template = (Path(__file__).resolve().parent.parent / "src/gradeflow/data/pytest_harness.py.txt").read_text()
+    template = (Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt").read_text()
     return template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
 
 

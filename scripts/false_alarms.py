@@ -4,7 +4,7 @@ For each project the two sdists are downloaded with pip (``pip download --no-dep
 into a cache folder (``--cache``, else ``$GRADEFLOW_FALSE_ALARMS_CACHE``, else
 ``~/.cache/gradeflow-false-alarms``), so only the first run needs PyPI. The old release's source and test
 files become the pristine repository; the new release's, staged over a copy of it, become the patch, as
-``gradeflow grade --workspace`` would see it. The tamper scan (``scan_patch``) and the test-infrastructure
+``gradeflow grade --workspace`` would see it. The tamper scan (``scan_snapshot``) and the test-infrastructure
 check (``infrastructure_edits``) then run on that snapshot. Upstream's own release is not tampering: any
 finding of the tamper scan is a false alarm. An infrastructure edit is printed too: a release may change its
 own test configuration, which a graded patch may not.
@@ -32,13 +32,13 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from gradeflow.integrity.sealing import infrastructure_edits
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import InfrastructureEdit, TamperFinding
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
-from gradeflow.tasks._sealing import infrastructure_edits
 from gradeflow.tasks.snapshot import Snapshot
-from gradeflow.tasks.tamper_scan import scan_patch
+from gradeflow.tasks.tamper_scan import scan_snapshot
 
 __all__ = ["PROJECTS", "DownloadError", "Project", "Report", "cache_dir", "check", "download", "main"]
 
@@ -227,7 +227,7 @@ def check(project: Project, sdists: dict[tuple[str, str], Path], cache: Path, gr
         pristine, snapshot = snapshot_of(work, old, new)
         assert snapshot.workspace is not None
         task_spec = _task_spec(project, pristine, added)
-        evidence = scan_patch(task_spec, snapshot, pristine)
+        evidence = scan_snapshot(task_spec, snapshot, pristine)
         edits = infrastructure_edits(task_spec, snapshot.changes, snapshot.workspace, pristine)
         changed = [c.path + (f" ({c.status} from {c.old_path})" if c.old_path else "") for c in snapshot.changes]
         report = Report(project, changed, evidence.findings, evidence.files_skipped, edits)

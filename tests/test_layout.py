@@ -23,6 +23,7 @@ LAYERS = {
     "agents": 1,
     "flows": 2,
     "tasks": 3,
+    "integrity": 4,
     "graders": 4,
     "sandbox": 4,
     "evaluation": 4,

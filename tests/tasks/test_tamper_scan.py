@@ -10,15 +10,16 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
+from gradeflow.integrity.files import MAX_READ_BYTES
+from gradeflow.integrity.tamper_scan import added_findings, scan_file, startup_imports
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TamperEvidence, TamperFinding, TestRunEvidence
-from gradeflow.tasks._files import MAX_READ_BYTES
 from gradeflow.tasks._git import git, init_snapshot_repo
 from gradeflow.tasks._patching import added_lines, changed_files, graded_patch
 from gradeflow.tasks.baseline import Baseline, pack_tests
 from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.snapshot import Snapshot
-from gradeflow.tasks.tamper_scan import added_findings, check_tamper, scan_file, scan_patch, startup_imports
+from gradeflow.tasks.tamper_scan import check_tamper, scan_snapshot
 
 TASK = TaskSpec.model_validate(make_task())
 
@@ -443,7 +444,7 @@ def _write(target: Path, content: str | bytes) -> None:
 def _scan(
     tmp_path: Path, base: Mapping[str, str | bytes], after: Mapping[str, str | bytes | None], budget: float = 60.0
 ) -> TamperEvidence:
-    return scan_patch(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine", budget)
+    return scan_snapshot(TASK, _snapshot(tmp_path, base, after), tmp_path / "pristine", budget)
 
 
 PLUGIN = "import pytest\n\n\ndef helper():\n    return pytest.approx(1)\n"
@@ -498,7 +499,7 @@ def test_unparsable_sources_are_skipped_unreadable_ones_are_findings(tmp_path: P
     os.symlink("tables.py", snapshot.workspace / "src" / "tables_link.py")
     git(snapshot.workspace, "add", "-A", "-f")
     snapshot = snapshot.model_copy(update={"changes": changed_files(snapshot.workspace)})
-    evidence = scan_patch(TASK, snapshot, tmp_path / "pristine")
+    evidence = scan_snapshot(TASK, snapshot, tmp_path / "pristine")
     assert sorted(evidence.files_skipped) == ["src/blob.py", "src/broken.py"]
     unscannable = sorted(f.path for f in evidence.findings if f.kind == "unscannable")
     assert unscannable == ["src/link.py", "src/tables.py", "src/tables_link.py"]
@@ -563,7 +564,7 @@ def test_a_new_module_named_like_a_standard_or_runner_module_on_the_import_path(
     (snapshot.workspace / "vendor" / "compat" / "__init__.py").write_text("X = 1\n")
     os.symlink("../vendor/compat", snapshot.workspace / "src" / "shutil")  # a link to a package folder
     os.symlink("../vendor", snapshot.workspace / "src" / "textwrap")  # to a folder that is no package
-    evidence = scan_patch(task, snapshot, tmp_path / "pristine")
+    evidence = scan_snapshot(task, snapshot, tmp_path / "pristine")
     assert sorted((f.path, f.kind, f.detail) for f in evidence.findings) == [
         ("lib/shlex.py", "import-hook", "shadows shlex"),
         ("pytest.py", "import-hook", "shadows pytest"),

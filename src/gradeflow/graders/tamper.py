@@ -1,6 +1,6 @@
 """TamperGrader: the gate on added code that reaches into the test machinery.
 
-The evidence is the tamper scan of the patch (``tasks/tamper_scan.py``): findings the patch adds to
+The evidence is the tamper scan of the patch (``integrity/tamper_scan.py``): findings the patch adds to
 non-test files, those already in the base left out. No finding scores 1 and passes. Any finding scores 0,
 fails with ``tamper-suspected`` and puts one message per finding, ``path:line: kind: message``, in the
 component, so a person can look (``path: kind: message`` for a finding about a whole file). Every shipped

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from gradeflow.graders.base import WorkspaceView
 from gradeflow.graders.quality import SourceError, measure_source
+from gradeflow.integrity.files import HostWorkspace
 from gradeflow.models import ChangedFile
 from gradeflow.models.evidence import FunctionChange, FunctionMetrics, TouchedLines
-from gradeflow.tasks._files import HostWorkspace
 from gradeflow.tasks._functions import touched_functions
 
 __all__ = ["FileFunctions", "file_functions"]

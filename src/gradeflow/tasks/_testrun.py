@@ -6,11 +6,8 @@ import time
 from pathlib import Path
 
 from gradeflow.errors import InfraError
-from gradeflow.logs import scrub
-from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
-from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
-from gradeflow.tasks._harness import (
+from gradeflow.integrity.boot import pytest_ran_without_harness
+from gradeflow.integrity.harness import (
     Harness,
     RunFacts,
     check_run,
@@ -19,7 +16,10 @@ from gradeflow.tasks._harness import (
     run_places,
     summarize,
 )
-from gradeflow.tasks._harness_boot import pytest_ran_without_harness
+from gradeflow.logs import scrub
+from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
+from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
 from gradeflow.text import for_terminal
 
@@ -53,7 +53,7 @@ def start_harness(
     ``base`` is the base run's evidence for a candidate run, ``None`` for the base run itself. The base
     run always gets it: whatever the command (``pytest``, a shell script, ``make test``, inline
     ``PYTHONPATH=``/``PYTEST_ADDOPTS=``, ``env -u``), the plugin loads wherever pytest runs in the
-    sandbox's Python environment (see :mod:`gradeflow.tasks._harness_boot`). A candidate run gets the
+    sandbox's Python environment (see :mod:`gradeflow.integrity.boot`). A candidate run gets the
     harness only when the base run showed that it works for this task (its record was written).
     ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
     """

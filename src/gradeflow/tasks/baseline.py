@@ -26,6 +26,7 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken, SubmissionError
+from gradeflow.integrity.files import inject_tree
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
@@ -36,7 +37,6 @@ from gradeflow.tasks._environment import (
     lay_workspace,
     tree_manifest,
 )
-from gradeflow.tasks._files import inject_tree
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra

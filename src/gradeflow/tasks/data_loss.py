@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gradeflow.graders.data_loss import DataLossFinding, FileSize, data_loss_findings
+from gradeflow.integrity.bounded import PARSE_ERRORS
 from gradeflow.models import ChangedFile
-from gradeflow.tasks._bounded import PARSE_ERRORS
 from gradeflow.tasks._git import git
 
 __all__ = ["data_loss_between", "data_loss_from", "defined_tests"]

@@ -7,8 +7,8 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.infrastructure import InfrastructureGrader
+from gradeflow.integrity.sealing import infrastructure_edits
 from gradeflow.models import GradeComponent, TaskSpec
-from gradeflow.tasks._sealing import infrastructure_edits
 from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot
 

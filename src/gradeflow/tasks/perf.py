@@ -35,13 +35,13 @@ from prefect.cache_policies import NO_CACHE
 from gradeflow.errors import BaselineBroken
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.perf import PerfGrader, slower_than_reported
+from gradeflow.integrity.files import list_files, restore_from
+from gradeflow.integrity.sealing import _command_files
 from gradeflow.models import ChangedFile, GradeComponent, PerfSpec, TaskSpec
 from gradeflow.models.evidence import PerfEvidence
 from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory, member_path
-from gradeflow.tasks._files import list_files, restore_from
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._sealing import _command_files
 from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 

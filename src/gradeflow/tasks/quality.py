@@ -14,9 +14,9 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
+from gradeflow.integrity.files import matching_entries
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionMetrics
-from gradeflow.tasks._files import matching_entries
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["measure_quality", "measured_links"]

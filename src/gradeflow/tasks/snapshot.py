@@ -17,11 +17,11 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from gradeflow.errors import SubmissionError, UnsupportedFileType
+from gradeflow.integrity.files import HostWorkspace
 from gradeflow.models import ChangedFile, Submission, TaskSpec
 from gradeflow.sandbox.base import remove_tree
 from gradeflow.tasks._binary_patch import omit_large_binaries
 from gradeflow.tasks._diff import added_by_path
-from gradeflow.tasks._files import HostWorkspace
 from gradeflow.tasks._filetypes import MAX_DEPTH, too_deep, unsupported_entries
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout

@@ -28,13 +28,13 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.test_evidence import TestEvidenceGrader
+from gradeflow.integrity.sealing import seal_infrastructure
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.models.evidence import PatchTestsEvidence, TestRunEvidence
 from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._functions import selected_test_ids, touched_lines
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._sealing import seal_infrastructure
 from gradeflow.tasks._sources import file_functions
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy

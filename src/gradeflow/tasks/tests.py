@@ -14,11 +14,11 @@ from gradeflow.graders.base import GradingContext
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
 from gradeflow.graders.withheld import withhold_hidden_details
+from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._sealing import seal_acceptance_tree
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot

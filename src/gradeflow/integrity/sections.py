@@ -19,7 +19,7 @@ from typing import Any
 
 import re2
 
-from gradeflow.tasks._bounded import PARSE_ERRORS
+from gradeflow.integrity.bounded import PARSE_ERRORS
 
 __all__ = ["SECTIONS", "sections_differ", "splice_sections"]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
+from gradeflow.integrity.harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, PluginRef, TestCaseResult
-from gradeflow.tasks._harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
 from gradeflow.tasks._junit import names_in, outcomes_for
 
 REPORT = b"<testsuites/>"

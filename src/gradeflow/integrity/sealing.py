@@ -19,12 +19,12 @@ import functools
 import shlex
 from pathlib import Path, PurePosixPath
 
+from gradeflow.integrity.files import list_files, restore_from
+from gradeflow.integrity.sections import SECTIONS, sections_differ, splice_sections
 from gradeflow.models import ChangedFile, TaskSpec
 from gradeflow.models.evidence import InfrastructureEdit as InfraEdit
 from gradeflow.models.globs import matches_any
 from gradeflow.models.testids import file_of_test_id
-from gradeflow.tasks._files import list_files, restore_from
-from gradeflow.tasks._sections import SECTIONS, sections_differ, splice_sections
 
 __all__ = ["INFRASTRUCTURE", "folders_to_seal", "infrastructure_edits", "seal_acceptance_tree", "seal_infrastructure"]
 

@@ -10,7 +10,7 @@ a literal. Nothing else is followed: no data flow through variables, calls or ot
 and other bare string statements are skipped. A source that does not parse gives ``None``: that is not a
 finding (Python cannot import it either). One the parser cannot hold (nesting deep enough for
 ``RecursionError``, a tree too big for memory) is a finding: the scan did not read it. A walk checks its
-:class:`~gradeflow.tasks._bounded.Deadline` as it goes.
+:class:`~gradeflow.integrity.bounded.Deadline` as it goes.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gradeflow.models.evidence import TamperFinding, TamperKind
-from gradeflow.tasks._bounded import Deadline
-from gradeflow.tasks._tamper_rules import (
+from gradeflow.integrity.bounded import Deadline
+from gradeflow.integrity.tamper_rules import (
     BUILTIN_NAMES,
     CHAINS,
     CODE_RUNNERS,
@@ -37,6 +36,7 @@ from gradeflow.tasks._tamper_rules import (
     names_pytest_module,
     rebind_rule,
 )
+from gradeflow.models.evidence import TamperFinding, TamperKind
 
 __all__ = ["scan_python", "unscannable"]
 
@@ -68,7 +68,7 @@ def scan_python(
 ) -> list[TamperFinding] | None:
     """Findings in ``source`` (file ``path``), ordered by line; ``None`` when it does not parse.
 
-    Raises :class:`~gradeflow.tasks._bounded.BudgetExceeded` when ``deadline`` passes during the walk.
+    Raises :class:`~gradeflow.integrity.bounded.BudgetExceeded` when ``deadline`` passes during the walk.
     """
     try:
         tree = ast.parse(source)

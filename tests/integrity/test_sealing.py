@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
+from gradeflow.integrity import sealing
+from gradeflow.integrity.files import list_files
+from gradeflow.integrity.sealing import folders_to_seal, infrastructure_edits, seal_acceptance_tree
+from gradeflow.integrity.sections import sections_differ, splice_sections
 from gradeflow.models import ChangedFile, TaskSpec
-from gradeflow.tasks import _sealing as sealing
-from gradeflow.tasks._files import list_files
-from gradeflow.tasks._sealing import folders_to_seal, infrastructure_edits, seal_acceptance_tree
-from gradeflow.tasks._sections import sections_differ, splice_sections
 
 PYPROJECT = """[project]
 name = "calc"

@@ -1,6 +1,6 @@
 """gradeflow's own part of every pytest run: a plugin loaded by path and two canary tests.
 
-Each run gets a fresh nonce. The plugin (``gradeflow/data/pytest_harness.py.txt``) is copied into the
+Each run gets a fresh nonce. The plugin (``gradeflow/integrity/plugin.py.txt``) is copied into the
 sandbox's harness folder, outside the repository, under a module name with the nonce, and loaded with
 ``-p`` through ``PYTEST_ADDOPTS``. It writes a record next to the report: the plugins loaded, what was
 collected, how each test's call ended before any report hook could rewrite it, pytest's own exit
@@ -27,11 +27,11 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field, ValidationError
 
+from gradeflow.integrity.boot import boot_files
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models.testids import file_of_test_id, split_test_id
 from gradeflow.sandbox.base import Sandbox
-from gradeflow.tasks._harness_boot import boot_files
 
 __all__ = [
     "Harness",
@@ -147,14 +147,14 @@ class Harness:
             "must_fail": self.must_fail,
             "select": None if self.select is None else list(self.select),
         }
-        template = resources.files("gradeflow").joinpath("data/pytest_harness.py.txt").read_text()
+        template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
         options = [f"-p {self.module}"]
         variables = {}
         if base is not None:
             variables["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             options += [f"-p {module}" for module in base.entrypoint_modules]
-        # The variables alone would not do: a command may replace them (see gradeflow.tasks._harness_boot).
+        # The variables alone would not do: a command may replace them (see gradeflow.integrity.boot).
         files = {f"{self.module}.py": source.encode(), **boot_files(self.module, options, variables)}
         folder = sandbox.install_harness(files)
         return {"PYTHONPATH": folder, **variables, "PYTEST_ADDOPTS": " ".join(options)}
