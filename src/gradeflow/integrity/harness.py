@@ -97,6 +97,8 @@ class Harness:
     must_fail: str
     select: tuple[str, ...] | None = None
     """Only these tests run (node ids, or test files run whole), the canaries beside them; ``None``: all."""
+    key: str = ""
+    """A secret of this run (hex), handed to the plugin on standard input, never written where the run can read it."""
 
     @classmethod
     def fresh(cls, task_spec: TaskSpec, tree: Path, select: list[str] | None = None) -> Harness:
@@ -111,6 +113,7 @@ class Harness:
             must_pass=f"test_{first}_{nonce[4:]}",
             must_fail=f"test_{second}_{nonce[4:]}",
             select=None if select is None else tuple(select),
+            key=secrets.token_hex(32),
         )
 
     @property
@@ -125,6 +128,14 @@ class Harness:
     def log_name(self) -> str:
         """The log each test's call is appended to as it ends (one JSON ``[nodeid, result]`` per line)."""
         return f"harness-{self.nonce}.calls"
+
+    def channel(self) -> bytes:
+        """What the run's standard input carries to the plugin, read whole before any code of the repository runs.
+
+        One JSON document: ``key`` (this run's secret). Nothing of it is ever on the run's disk, and
+        standard input is left empty once read, so what the command starts later cannot read it back.
+        """
+        return json.dumps({"key": self.key}).encode()
 
     def write_canaries(self, tree: Path) -> None:
         """Write the canary file into ``tree``; before the sandbox opens, which may copy the tree."""
@@ -146,6 +157,7 @@ class Harness:
             "canaries": [self.must_pass, self.must_fail],
             "must_fail": self.must_fail,
             "select": None if self.select is None else list(self.select),
+            "channel": True,
         }
         template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))

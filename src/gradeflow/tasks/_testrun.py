@@ -84,7 +84,8 @@ def run_test_command(
     if harness is not None:
         env = _with_harness(env, harness.install(sandbox, against))
     started = time.time()
-    result = sandbox.run(command, env=env, timeout=task.tests.timeout)
+    stdin = harness.channel() if harness is not None else None
+    result = sandbox.run(command, env=env, timeout=task.tests.timeout, stdin=stdin)
     evidence = TestRunEvidence(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
