@@ -81,6 +81,9 @@ class HarnessRecord(BaseModel):
     """``(event, workspace file, detail)`` for what the repository's code did at run time that honest library
     code does not (the runtime audit hook: compile/exec of code from no file, settrace, gc walks, ctypes,
     marshal, new code objects, writing .py/.pyc/conftest.py files into the tree)."""
+    compared: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Node id → ``file:line:operand:methods`` → where the equality of each compared value comes from (see
+    :attr:`~gradeflow.models.evidence.HarnessSummary.compared`; files absolute here)."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -270,7 +273,16 @@ def summarize(
         raisers={nodeid: _relative(file, places) for nodeid, file in record.raisers.items()},
         audit=_audited(record, places),
         namespaces=_namespaced(record, places),
+        compared=_compared(record, places),
     )
+
+
+def _compared(record: HarnessRecord, places: Places) -> dict[str, dict[str, str]]:
+    """The record's compared values, each place's file named as in :func:`_relative`."""
+    return {
+        nodeid: {_relative(place, places): found for place, found in entries.items()}
+        for nodeid, entries in record.compared.items()
+    }
 
 
 def _namespaced(record: HarnessRecord, places: Places) -> list[str]:

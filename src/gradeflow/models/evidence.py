@@ -98,6 +98,11 @@ class HarnessSummary(BaseModel):
     harness's audit hook: ``compile``/``exec`` of code from no file, ``sys.settrace``, ``gc.get_objects``,
     ``ctypes.*``, ``marshal.loads``, ``code.__new__``, ``open`` writing a .py/.pyc/conftest.py); one the base
     run did not have is tampering."""
+    compared: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Node id → ``file:line:operand:methods`` → ``r type (Class.method)`` or ``e type``: each value the test's
+    assertions compared during its call (``==``, ``in``, ordering, a bare assert's truth, ``self.assertEqual``),
+    and whether the methods deciding that comparison are defined by a class of the repository (``r``) or
+    elsewhere (``e``: builtins, the standard library, installed packages)."""
 
 
 class TestRunEvidence(BaseModel):
