@@ -13,6 +13,8 @@ candidate and does not pass on the base.
 | no usable report (timeout, setup failure, nothing collected)| unscored, ``test-evidence-unavailable`` |
 | k of n tests pass on the candidate, at least one proves     | k / n                          |
 | k of n pass, none fails on the base                         | k / n × 0.25, ``test-does-not-fail-on-base`` |
+| a test passes on a value equal by the repository's own rule | not proving, ``equality-from-repository``    |
+| (``__eq__``) where its base run compared no such value      |                                              |
 
 A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n. An
 expected failure (``xfailed``) counts as failing whatever ``tests.xfail`` says: a test the patch marks as
@@ -23,8 +25,11 @@ one proves the change.
 from __future__ import annotations
 
 from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.graders.compared_values import REASON as EQUALITY_REASON
+from gradeflow.graders.compared_values import redefined_equality
 from gradeflow.models import GradeComponent
 from gradeflow.models.evidence import Outcome, PatchTestsEvidence, TestCaseResult, TestRunEvidence
+from gradeflow.models.testids import split_test_id
 
 __all__ = ["UNPROVEN_CREDIT", "PatchTestsEvidence", "TestEvidenceGrader"]
 
@@ -104,20 +109,40 @@ class TestEvidenceGrader(Grader):
             )
         passing = [k for k, o in ran.items() if o == "passed"]
         failing = [k for k in ran if k not in passing]
-        proving = [k for k in passing if base.get(k, "missing") != "passed"]
+        suspect = _equal_by_own_rule(evidence)  # a test that passes on a value equal to anything proves nothing
+        proving = [k for k in passing if base.get(k, "missing") != "passed" and k not in suspect]
         score = len(passing) / len(ran) * (1.0 if proving else UNPROVEN_CREDIT)
         messages = [f"{k} {ran[k]} on the candidate" for k in failing]
-        if not proving:
-            messages.append("none of the patch's tests fails on the base: they do not show the change matters")
-        else:
+        messages += [f"{k}: {line}" for k, lines in suspect.items() for line in lines]
+        if proving:
             messages.append(f"{len(proving)} of {len(ran)} of the patch's tests fail on the base and pass after it")
-        codes = (["regression-test-fails"] if failing else []) + ([] if proving else ["test-does-not-fail-on-base"])
+        elif not suspect:
+            messages.append("none of the patch's tests fails on the base: they do not show the change matters")
+        codes = (["regression-test-fails"] if failing else []) + ([EQUALITY_REASON] if suspect else [])
+        codes += [] if proving or suspect else ["test-does-not-fail-on-base"]
         details = {
             "files": evidence.files,
             "selected": evidence.selected,
             "proving": proving,
             "tests": {k: {"base": base.get(k, "missing"), "candidate": o} for k, o in candidate.items()},
         }
+        details["compared_values"] = suspect
         return self.component(
             round(score, 6), not failing and bool(proving), details=details, messages=messages, reason_codes=codes
         )
+
+
+def _equal_by_own_rule(evidence: PatchTestsEvidence) -> dict[str, list[str]]:
+    """Test key → the suspect comparisons of a patch's test (:mod:`gradeflow.graders.compared_values`); the
+    same tests' run on the pristine base, whose code the candidate never touched, is the witness."""
+    candidate = evidence.candidate.harness if evidence.candidate else None
+    witness = evidence.base.harness if evidence.base else None
+    found = redefined_equality(candidate, witness, candidate.compared if candidate else ())
+    return {_junit_key(nodeid): lines for nodeid, lines in found.items()}
+
+
+def _junit_key(nodeid: str) -> str:
+    """A node id as :func:`_key` names its testcase (``tests.test_x.Case::test_y``)."""
+    path, *parts = split_test_id(nodeid)
+    module = path[:-3] if path.endswith(".py") else path
+    return f"{'.'.join([module.replace('/', '.'), *parts[:-1]])}::{parts[-1]}"

@@ -9,6 +9,8 @@
 | no fail_to_pass declared                               | 1 when no pass_to_pass broke|
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
 | disk limit filled, report over the size/testcase cap   | 0 with a message            |
+| a fixed fail_to_pass compared a value equal by the     | kept, not passed (review):  |
+| repository's own rule where the base's was not         | ``equality-from-repository``|
 
 A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
@@ -34,6 +36,8 @@ from __future__ import annotations
 from collections import Counter
 
 from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.graders.compared_values import REASON as EQUALITY_REASON
+from gradeflow.graders.compared_values import redefined_equality
 from gradeflow.graders.expected_outcomes import unborrowed_outcomes
 from gradeflow.models import GradeComponent, Role, TestsSpec
 from gradeflow.models.evidence import Outcome, TestRunEvidence
@@ -80,16 +84,23 @@ class TestGrader(Grader):
         messages = [f"fail_to_pass {t} is {run.outcomes.get(t, 'missing')}" for t in failing]
         messages += [f"pass_to_pass {t} broke: {run.outcomes.get(t, 'missing')}" for t in broken]
         codes = (["fail-to-pass-failing"] if failing else []) + (["pass-to-pass-broken"] if broken else [])
-        return self._component(
+        # A fixed test whose comparison the repository's own equality decided, where the base's did not: for review.
+        witness = context.baseline_tests.harness if context.baseline_tests else None
+        suspect = redefined_equality(run.harness, witness, [t for t in f2p if t not in failing])
+        messages += [f"fail_to_pass {t}: {line}" for t, lines in suspect.items() for line in lines]
+        codes += [EQUALITY_REASON] if suspect else []
+        component = self._component(
             context,
             role,
             score,
-            not failing and not broken,
+            not failing and not broken and not suspect,
             run,
             messages=messages,
             reason_codes=codes,
             broken=broken,
         )
+        component.details["compared_values"] = suspect
+        return component
 
     def _component(
         self,
