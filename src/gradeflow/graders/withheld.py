@@ -43,8 +43,12 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
         for test, v in verdicts[kind].items()
         if v == "failed"
     ]
+    # Which declared tests compared a value equal by the repository's own rule; not where, nor which type.
+    suspect = sorted(component.details.get("compared_values", {}))
+    messages += [f"fail_to_pass {test} passed on a value equal by a rule of the repository: review" for test in suspect]
     details = {
         **verdicts,
+        "compared_values": suspect,
         "broken": sorted(broken),
         "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
         "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",
