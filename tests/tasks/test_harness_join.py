@@ -3,8 +3,11 @@
 Commands that set their own ``PYTHONPATH`` or ``PYTEST_ADDOPTS`` inline, unset them with ``env -u`` or
 ``env -i``, change folder first, or start pytest from a script or a ``make`` target: graded end to end
 with real pytest in the isolated (default) and the local sandbox, the reference passes, the miss fails on
-its test, nothing is inconclusive and the canaries are checked. A pytest started from an interpreter
-outside the sandbox's environment, with the variables removed, runs without the harness: the grade says so.
+its test, nothing is inconclusive and the canaries are checked; so do a script that deletes the harness's
+variables from ``os.environ`` before ``pytest.main`` and one that hands ``pytest.main`` arguments and plugins
+of its own. The docker sandbox is checked on the shapes that empty, replace or bypass the variables (its image
+joins through a site file of its own). A pytest started from an interpreter outside the sandbox's environment
+(or with ``python -S``), with the variables removed, runs without the harness: the grade says so.
 """
 
 from __future__ import annotations
@@ -35,12 +38,28 @@ RUNNER = (
     "sys.path.insert(0, 'src')\n"
     f"sys.exit(pytest.main([*{OPTIONS.split()!r}, '--junitxml', sys.argv[1]]))\n"
 )
+# A script that takes the harness's variables out of its own environment after importing pytest, then calls it.
+DELETER = (
+    "import os\nimport sys\n\nimport pytest\n\n"
+    "for name in ('PYTEST_ADDOPTS', 'PYTHONPATH', 'PYTEST_DISABLE_PLUGIN_AUTOLOAD'):\n    os.environ.pop(name, None)\n"
+    "sys.path.insert(0, 'src')\n"
+    f"sys.exit(pytest.main([*{OPTIONS.split()!r}, '--junitxml', sys.argv[1]]))\n"
+)
+# A script that sets PYTEST_ADDOPTS of its own and hands pytest.main its own arguments and plugins.
+OWN_ARGS = (
+    "import os\nimport sys\n\nos.environ['PYTEST_ADDOPTS'] = '-q'\nimport pytest\n\n\n"
+    "class Timer:\n    def pytest_sessionfinish(self, session):\n        pass\n\n\n"
+    "sys.path.insert(0, 'src')\n"
+    "sys.exit(pytest.main(['-p', 'no:cacheprovider', '--junitxml', sys.argv[1], 'tests'], plugins=[Timer()]))\n"
+)
 FILES = {
     "src/calc.py": BUG,
     "tests/test_calc.py": TESTS,
     "pytest.ini": "[pytest]\n",
     "scripts/test.sh": SCRIPT,
     "run_tests.py": RUNNER,
+    "delete_addopts.py": DELETER,
+    "own_args.py": OWN_ARGS,
     "Makefile": f"test:\n\tenv -u PYTEST_ADDOPTS PYTHONPATH=src python -m pytest {OPTIONS} --junitxml=$(JUNIT)\n",
 }
 
@@ -55,7 +74,11 @@ COMMANDS = {
     "shell-script": "sh scripts/test.sh {junit}",
     "python-script": "PYTHONPATH= python run_tests.py {junit}",
     "make-target": "make -s test JUNIT={junit}",
+    "script-deletes-addopts": "python delete_addopts.py {junit}",
+    "main-own-args": "env -u PYTHONPATH python own_args.py {junit}",
 }
+DOCKER_COMMANDS = ["env-clear", "inline-addopts", "python-script", "script-deletes-addopts", "main-own-args"]
+"""The image joins through its own site file: the shapes that empty or replace the variables, or bypass them."""
 SANDBOXES = ["isolated", "local"]
 F2P = "tests/test_calc.py::test_divide_by_zero"
 P2P = "tests/test_calc.py::test_add"
@@ -82,8 +105,13 @@ def grade_with(tmp_path: Path, sandbox: str) -> Callable[[str, str], GradeResult
     return run
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize(
+    ("sandbox", "name"),
+    [
+        *((sandbox, name) for sandbox in SANDBOXES for name in sorted(COMMANDS)),
+        *(pytest.param("docker", name, marks=pytest.mark.docker) for name in DOCKER_COMMANDS),
+    ],
+)
 def test_the_harness_joins_whatever_the_command_does_to_its_environment(
     name: str, grade_with: Callable[[str, str], GradeResult]
 ) -> None:
@@ -97,11 +125,21 @@ def test_the_harness_joins_whatever_the_command_does_to_its_environment(
     assert missed.component("tests").details["canaries"] == "checked"
 
 
-@pytest.mark.parametrize("sandbox", SANDBOXES)
-def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(grade_with: Callable[[str, str], GradeResult]) -> None:
+OUTSIDE = {
     # The grader's own interpreter, from outside the sandbox's environment, with the harness's variables gone.
-    command = f"env -u PYTEST_ADDOPTS PYTHONPATH=src {sys.executable} -m pytest {OPTIONS} --junitxml={{junit}}"
-    fixed = grade_with(command, FIX)
+    "isolated": f"env -u PYTEST_ADDOPTS PYTHONPATH=src {sys.executable} -m pytest {OPTIONS} --junitxml={{junit}}",
+    "local": f"env -u PYTEST_ADDOPTS PYTHONPATH=src {sys.executable} -m pytest {OPTIONS} --junitxml={{junit}}",
+    # The image's interpreter without its site folders (-S), pytest found through PYTHONPATH.
+    "docker": "env -u PYTEST_ADDOPTS PYTHONPATH=src:/usr/lib/python3/dist-packages "
+    f"python -S -m pytest {OPTIONS} --junitxml={{junit}}",
+}
+
+
+@pytest.mark.parametrize("sandbox", [*SANDBOXES, pytest.param("docker", marks=pytest.mark.docker)])
+def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(
+    sandbox: str, grade_with: Callable[[str, str], GradeResult]
+) -> None:
+    fixed = grade_with(OUTSIDE[sandbox], FIX)
     assert (fixed.status, fixed.passed) == ("graded", True), fixed.messages
     tests = fixed.component("tests")
     assert tests.details["canaries"] == "unsupported"

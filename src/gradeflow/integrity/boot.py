@@ -1,15 +1,24 @@
-"""How the harness joins pytest whatever the task's command does to its environment.
+"""How the harness joins pytest whatever the task's command does to its arguments and environment.
 
-``PYTHONPATH=src python -m pytest``, ``PYTEST_ADDOPTS=-x pytest``, ``env -u PYTEST_ADDOPTS pytest`` or a
-script that sets its own variables replace what the harness is named in. So the variables are not all:
-a sandbox whose Python environment starts through the harness folder (the local sandbox's private
-environment treats it as a site folder) runs the folder's ``.pth`` at every interpreter start, and that
-imports the boot module written here. Inside the process, after the shell and everything the command ran
-have done with the environment, the boot puts the harness folder on ``sys.path`` (``site`` did) and the
-harness's options back into ``PYTEST_ADDOPTS`` (with autoload off again on a candidate's run), so the next
-pytest of that process loads the plugin. A pytest whose interpreter does not start there (``python -S``, an
-interpreter from outside the sandbox's environment) runs without the harness; the base run then shows
-pytest's report with no record, which :func:`pytest_ran_without_harness` tells.
+``PYTHONPATH=src python -m pytest``, ``PYTEST_ADDOPTS=-x pytest``, ``env -u PYTEST_ADDOPTS pytest``, a script
+that deletes ``PYTEST_ADDOPTS`` from ``os.environ`` or calls ``pytest.main`` with arguments of its own: the
+variables the harness is named in are not the command's to keep. So every sandbox starts its interpreters
+through the harness folder: the local and isolated sandboxes' private environment, and the docker
+sandbox's image (a layer with one ``.pth``), treat it as a site folder, and the folder's ``.pth`` imports
+the boot module written here at every interpreter start. The boot
+
+- registers an import hook: when ``_pytest.config`` is imported, the harness's plugin is added to pytest's
+  essential plugins (loaded by every ``get_config`` before any argument is read, and refused by
+  ``-p no:``), whatever arguments, plugins or environment that pytest is given;
+- puts the harness folder on ``sys.path`` and its options back into ``PYTEST_ADDOPTS`` (with autoload off
+  again on a candidate's run) at interpreter start and again each time pytest makes a configuration,
+  after whatever the command did to ``os.environ`` in between, so the base's entry-point plugins are named
+  and the processes pytest starts see them too.
+
+A pytest whose interpreter does not start there (``python -S``, an interpreter from outside the sandbox's
+environment, a virtual environment tox or nox made without the sandbox's site folders) runs without the
+harness; the base run then shows pytest's report with no record, which :func:`pytest_ran_without_harness`
+tells.
 """
 
 from __future__ import annotations
@@ -18,18 +27,56 @@ import json
 
 __all__ = ["boot_files", "pytest_ran_without_harness"]
 
-_BOOT = '''"""gradeflow: puts this run's harness back into PYTEST_ADDOPTS at interpreter start."""
+_BOOT = '''"""gradeflow: this run's harness joins every pytest this interpreter configures."""
+import importlib.machinery
 import os
+import sys
 
 
-def _join(options, variables):
-    current = os.environ.get("PYTEST_ADDOPTS", "")
-    if options[0] not in current:
-        os.environ["PYTEST_ADDOPTS"] = " ".join(part for part in (current, *options) if part)
-    os.environ.update(variables)
+def _join(module, options, variables):
+    folder = os.path.dirname(os.path.abspath(__file__))
+
+    def restore():
+        current = os.environ.get("PYTEST_ADDOPTS", "")
+        if options[0] not in current:
+            os.environ["PYTEST_ADDOPTS"] = " ".join(part for part in (current, *options) if part)
+        os.environ.update(variables)
+        if folder not in sys.path:
+            sys.path.append(folder)
+
+    def patch(config):
+        config.essential_plugins = (*config.essential_plugins, module)
+        config.default_plugins = (*config.default_plugins, module)
+        make = config.get_config
+
+        def get_config(*args, **kwargs):
+            restore()
+            return make(*args, **kwargs)
+
+        config.get_config = get_config
+
+    class Hook:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            if name != "_pytest.config":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None:
+                return None
+            run = spec.loader.exec_module
+
+            def exec_module(config):
+                run(config)
+                patch(config)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Hook())
+    restore()
 
 
-_join(__OPTIONS__, __VARIABLES__)
+_join(__MODULE__, __OPTIONS__, __VARIABLES__)
 del _join
 '''
 
@@ -41,7 +88,11 @@ def boot_files(module: str, options: list[str], variables: dict[str, str]) -> di
     the other variables every pytest of the run must see (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``).
     """
     boot = f"{module}_boot"
-    source = _BOOT.replace("__OPTIONS__", json.dumps(options)).replace("__VARIABLES__", json.dumps(variables))
+    source = (
+        _BOOT.replace("__MODULE__", json.dumps(module))
+        .replace("__OPTIONS__", json.dumps(options))
+        .replace("__VARIABLES__", json.dumps(variables))
+    )
     return {f"{module}.pth": f"import {boot}\n".encode(), f"{boot}.py": source.encode()}
 
 
@@ -54,6 +105,7 @@ def pytest_ran_without_harness(junit: bytes) -> str | None:
         return None
     return (
         "pytest ran but gradeflow's harness could not join it (the interpreter running pytest did not start "
-        "through the sandbox's Python environment: `python -S`, or a Python from outside the sandbox's "
-        "environment); the grader's canaries did not run and candidate runs are not checked against a harness record"
+        "through the sandbox's Python environment: `python -S`, a Python from outside the sandbox's "
+        "environment, or a virtual environment made inside the run, as tox or nox make); the grader's canaries "
+        "did not run and candidate runs are not checked against a harness record"
     )

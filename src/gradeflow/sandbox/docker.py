@@ -60,6 +60,7 @@ from gradeflow.sandbox._docker_engine import (
 from gradeflow.sandbox._docker_exec import finish, run_exec
 from gradeflow.sandbox._docker_files import get_file, get_tree, put_tree
 from gradeflow.sandbox._docker_io import harness_archive, owned_copy, tree_archive
+from gradeflow.sandbox._docker_site import harness_site_image
 from gradeflow.sandbox.base import (
     BASE_ENV,
     CommandResult,
@@ -353,6 +354,7 @@ class DockerSandboxFactory(SandboxFactory):
         self.engine_wait = engine_wait
         self._client: Any = None
         self._image_id: str | None = None
+        self._run_image: str | None = None
         self._lock = threading.Lock()
 
     def _connected(self) -> tuple[Any, str]:
@@ -364,8 +366,13 @@ class DockerSandboxFactory(SandboxFactory):
             return self._client, self._image_id
 
     def open(self, host_workspace: Path) -> DockerSandbox:
+        """A sandbox over a copy of ``host_workspace``, its container of the image with the harness's site file
+        (see :mod:`gradeflow.sandbox._docker_site`)."""
         client, image_id = self._connected()
-        return DockerSandbox(client, self.settings, image_id, host_workspace)
+        with self._lock:
+            if self._run_image is None:
+                self._run_image = harness_site_image(client, image_id, self.settings.image)
+        return DockerSandbox(client, self.settings, self._run_image, host_workspace)
 
     def probe(self) -> None:
         """The engine answers a ping, a fresh container of the image runs ``true``, the host disks have room."""
