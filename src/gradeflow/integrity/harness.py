@@ -21,13 +21,14 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field, ValidationError
 
 from gradeflow.integrity.boot import boot_files
+from gradeflow.integrity.handed import PLACEHOLDER
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models.testids import file_of_test_id, split_test_id
@@ -77,6 +78,9 @@ class HarnessRecord(BaseModel):
     namespaces: list[str] = Field(default_factory=list)
     """``file name`` for each name a test module imported, or attribute of a test class, that was not what a
     fresh resolution gave when collection ended, or was rebound (or added, removed) during the run."""
+    conftests: list[str] = Field(default_factory=list)
+    """``conftest.py`` files of the workspace loaded that the grader did not hand over (made during the run), and
+    handed test modules or conftest files that were not loaded from the handed text (``file (not served)``)."""
     audit: list[tuple[str, str, str]] = Field(default_factory=list)
     """``(event, workspace file, detail)`` for what the repository's code did at run time that honest library
     code does not (the runtime audit hook: compile/exec of code from no file, settrace, gc walks, ctypes,
@@ -102,6 +106,9 @@ class Harness:
     """Only these tests run (node ids, or test files run whole), the canaries beside them; ``None``: all."""
     key: str = ""
     """A secret of this run (hex), handed to the plugin on standard input, never written where the run can read it."""
+    sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
+    """Repository-relative path → the text of a test module or ``conftest.py`` the plugin serves from memory
+    (see :mod:`gradeflow.integrity.handed`); the canary file is added by :meth:`channel`."""
 
     @classmethod
     def fresh(cls, task_spec: TaskSpec, tree: Path, select: list[str] | None = None) -> Harness:
@@ -132,18 +139,24 @@ class Harness:
         """The log each test's call is appended to as it ends (one JSON ``[nodeid, result]`` per line)."""
         return f"harness-{self.nonce}.calls"
 
-    def channel(self) -> bytes:
+    def channel(self, workspace: str) -> bytes:
         """What the run's standard input carries to the plugin, read whole before any code of the repository runs.
 
-        One JSON document: ``key`` (this run's secret). Nothing of it is ever on the run's disk, and
-        standard input is left empty once read, so what the command starts later cannot read it back.
+        One JSON document: ``key`` (this run's secret) and ``sources`` (the absolute path under ``workspace``,
+        as the sandbox sees it, → the text the plugin serves for it: :attr:`sources` and the canary file).
+        Nothing of it is ever on the run's disk, and standard input is left empty once read, so what the
+        command starts later cannot read it back.
         """
-        return json.dumps({"key": self.key}).encode()
+        root = workspace.rstrip("/")
+        sources = {f"{root}/{rel}": text for rel, text in self.sources.items()}
+        sources[f"{root}/{self.canary_file}"] = self._canary_source()
+        return json.dumps({"key": self.key, "sources": sources}).encode()
 
     def write_canaries(self, tree: Path) -> None:
-        """Write the canary file into ``tree``; before the sandbox opens, which may copy the tree."""
+        """Write the canary file's placeholder into ``tree`` (its tests come through :meth:`channel`); before
+        the sandbox opens, which may copy the tree."""
         (tree / self.canary_file).parent.mkdir(parents=True, exist_ok=True)
-        (tree / self.canary_file).write_text(self._canary_source())
+        (tree / self.canary_file).write_text(PLACEHOLDER)
 
     def install(self, sandbox: Sandbox, base: HarnessSummary | None) -> dict[str, str]:
         """Put the plugin into the sandbox; the variables the run needs.
@@ -274,6 +287,7 @@ def summarize(
         audit=_audited(record, places),
         namespaces=_namespaced(record, places),
         compared=_compared(record, places),
+        conftests=sorted({_relative(f, places) for f in record.conftests}),
     )
 
 
@@ -452,6 +466,9 @@ def _machinery_problems(record: HarnessRecord, base: HarnessSummary, places: Pla
     if audited:
         shown = ", ".join(entry.replace(" ", " from ", 1) for entry in audited[:3])
         problems.append(f"the code under test did at run time what the base's run never did: {shown}")
+    conftests = sorted({_relative(f, places) for f in record.conftests} - set(base.conftests))
+    if conftests:
+        problems.append(f"test code the run did not start with was loaded: {', '.join(conftests[:3])}")
     misplaced = sorted(set(record.misplaced_code) - set(base.misplaced_code))
     if misplaced:
         problems.append(f"a test ran a function its file does not define: {', '.join(misplaced[:3])}")

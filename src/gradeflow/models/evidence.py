@@ -103,6 +103,9 @@ class HarnessSummary(BaseModel):
     assertions compared during its call (``==``, ``in``, ordering, a bare assert's truth, ``self.assertEqual``),
     and whether the methods deciding that comparison are defined by a class of the repository (``r``) or
     elsewhere (``e``: builtins, the standard library, installed packages)."""
+    conftests: list[str] = Field(default_factory=list)
+    """``conftest.py`` files loaded that the run did not start with, and test modules not loaded from the text
+    the grader handed over (named as ``foreign_code``); one the base run lacks is tampering."""
 
 
 class TestRunEvidence(BaseModel):

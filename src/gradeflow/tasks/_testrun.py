@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
 from gradeflow.errors import InfraError
 from gradeflow.integrity.boot import pytest_ran_without_harness
+from gradeflow.integrity.handed import Prior, suite_sources, withdraw
 from gradeflow.integrity.harness import (
     Harness,
     RunFacts,
@@ -47,6 +49,7 @@ def start_harness(
     command: str | None,
     base: TestRunEvidence | None,
     select: list[str] | None = None,
+    hidden: Prior | None = None,
 ) -> Harness | None:
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
@@ -56,12 +59,16 @@ def start_harness(
     sandbox's Python environment (see :mod:`gradeflow.integrity.boot`). A candidate run gets the
     harness only when the base run showed that it works for this task (its record was written).
     ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
+    The harness serves the tree's test modules and conftest files from memory, and the hidden tests
+    (``hidden``: what :func:`~gradeflow.tasks.baseline.inject_hidden` returned), taken off the disk here
+    (see :mod:`gradeflow.integrity.handed`); without a harness they stay on disk.
     """
     if base is not None and base.harness is None:
         return None
     harness = Harness.fresh(task, tree, select)
     harness.write_canaries(tree)
-    return harness
+    hidden_texts = withdraw(tree, hidden or {})
+    return dataclasses.replace(harness, sources={**suite_sources(task, tree), **hidden_texts})
 
 
 def run_test_command(
@@ -84,7 +91,7 @@ def run_test_command(
     if harness is not None:
         env = _with_harness(env, harness.install(sandbox, against))
     started = time.time()
-    stdin = harness.channel() if harness is not None else None
+    stdin = harness.channel(sandbox.workspace) if harness is not None else None
     result = sandbox.run(command, env=env, timeout=task.tests.timeout, stdin=stdin)
     evidence = TestRunEvidence(
         exit_code=result.exit_code,

@@ -26,7 +26,9 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.errors import BaselineBroken, SubmissionError
-from gradeflow.integrity.files import inject_tree
+from gradeflow.integrity.files import inject_tree, list_files
+from gradeflow.integrity.handed import Prior, prior_state
+from gradeflow.integrity.harness import Harness
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
@@ -106,11 +108,11 @@ def pack_tests(evidence: TestRunEvidence) -> bytes:
     return pickle.dumps(evidence, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-BASELINE_FORMAT = 8
+BASELINE_FORMAT = 9
 """Bumped whenever what a baseline holds changes, so no older cached one is served (2: the harness summary;
 3: the base is a git checkout, not an archive; 5: setup's environment is built once on the base;
 6: the base run's evidence is kept pickled; 7: the harness summary names the files of outcome hooks;
-8: digests of the cached state)."""
+8: digests of the cached state; 9: test modules served from memory)."""
 
 
 def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFingerprint) -> str:
@@ -208,19 +210,41 @@ def base_test_run(
     """Test a throwaway copy of the pristine base (hidden tests injected) in a copy of the task's environment."""
     workspace = working_copy(pristine)
     try:
-        inject_hidden_on_base(task_spec, workspace, "on the pristine base")
-        harness = start_harness(task_spec, workspace, None, None)
+        hidden = inject_hidden_on_base(task_spec, workspace, "on the pristine base")
+        harness = start_harness(task_spec, workspace, None, None, hidden=hidden)
         with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
             evidence = run_test_command(task_spec, sandbox, harness=harness)
-            return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
+        if evidence.harness is None and harness is not None and any(p.endswith(".py") for p in hidden):
+            # pytest ran without the harness, so nothing served the hidden tests: they go back on disk,
+            # as every later run of this task has them (its candidates' runs get no harness either).
+            evidence = _without_harness(task_spec, workspace, pristine, sandboxes, environment, harness, evidence)
+        return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
     finally:
         shutil.rmtree(workspace.parent, ignore_errors=True)
 
 
-def inject_hidden_on_base(task_spec: TaskSpec, workspace: Path, where: str) -> None:
+def _without_harness(
+    task_spec: TaskSpec,
+    workspace: Path,
+    pristine: Path,
+    sandboxes: SandboxFactory,
+    environment: TaskEnvironment | None,
+    harness: Harness,
+    joined: TestRunEvidence,
+) -> TestRunEvidence:
+    """The base run again with the hidden tests on disk and no harness; it says why, as the first run did."""
+    for rel, text in harness.sources.items():
+        (workspace / rel).write_bytes(text.encode("utf-8", "surrogateescape"))
+    harness.remove(workspace)
+    with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
+        evidence = run_test_command(task_spec, sandbox)
+    return evidence.model_copy(update={"harness_not_joined": joined.harness_not_joined})
+
+
+def inject_hidden_on_base(task_spec: TaskSpec, workspace: Path, where: str) -> Prior:
     """:func:`inject_hidden` into a copy of the base; ``BaselineBroken`` naming ``where`` when it fails."""
     try:
-        inject_hidden(task_spec, workspace, workspace.parent / "backup")
+        return inject_hidden(task_spec, workspace, workspace.parent / "backup")
     except (OSError, SubmissionError) as exc:
         raise BaselineBroken(f"task {task_spec.task_id}: hidden tests cannot be injected {where}: {exc}") from None
 
@@ -288,19 +312,38 @@ def task_sandbox(task_spec: TaskSpec, tree: Path, baseline: Baseline, sandboxes:
         yield box
 
 
-def inject_hidden(task_spec: TaskSpec, tree: Path, backup: Path) -> None:
+def inject_hidden(task_spec: TaskSpec, tree: Path, backup: Path) -> Prior:
     """``tests.hidden`` copied over ``tree``, then ``tests.hidden_patch`` applied to the base's version of
-    every file it touches; ``OSError`` or ``SubmissionError`` when either cannot be done."""
-    if task_spec.tests.hidden:
-        inject_tree(Path(task_spec.tests.hidden), tree, backup)
-    if not task_spec.tests.hidden_patch:
-        return
-    patch = Path(task_spec.tests.hidden_patch).read_bytes().decode("utf-8", errors="surrogateescape")
+    every file it touches; ``OSError`` or ``SubmissionError`` when either cannot be done.
+
+    Returns every path written with what ``tree`` held there before (for
+    :func:`~gradeflow.integrity.handed.withdraw`)."""
+    hidden = Path(task_spec.tests.hidden) if task_spec.tests.hidden else None
+    patch = ""
+    if task_spec.tests.hidden_patch:
+        patch = Path(task_spec.tests.hidden_patch).read_bytes().decode("utf-8", errors="surrogateescape")
+    touched = _patched_paths(patch)
+    prior = prior_state(tree, [*(list_files(hidden, ["**"]) if hidden else []), *touched])
+    if hidden is not None:
+        inject_tree(hidden, tree, backup)
+    if patch:
+        _apply_hidden_patch(tree, patch, touched)
+    return prior
+
+
+def _patched_paths(patch: str) -> list[str]:
+    """The repository-relative paths ``patch`` names; ``SubmissionError`` when it is not a unified diff."""
+    if not patch:
+        return []
     try:
         named = {p for f in PatchSet(patch) for p in (f.source_file, f.target_file)}
-        touched = sorted(p[2:] for p in named if p[:2] in ("a/", "b/"))
     except UnidiffParseError as exc:
         raise SubmissionError(f"tests.hidden_patch is not a unified diff: {exc}") from None
+    return sorted(p[2:] for p in named if p[:2] in ("a/", "b/"))
+
+
+def _apply_hidden_patch(tree: Path, patch: str, touched: list[str]) -> None:
+    """``patch`` applied to the base's version of each of ``touched``."""
     listed = git(tree, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", *touched).stdout.decode() if touched else ""
     for rel in touched:
         target = tree / rel

@@ -69,12 +69,13 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
 def candidate_test_run(
     task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, baseline: Baseline
 ) -> TestRunEvidence:
-    """Hidden tests injected into ``tree`` (a disposable copy), then the harnessed tests in a sandbox
-    holding a copy of the task's environment (setup never runs on the candidate)."""
+    """Hidden tests injected into ``tree`` (a disposable copy; with a harness, they reach the run through
+    it, not the disk), then the harnessed tests in a sandbox holding a copy of the task's environment
+    (setup never runs on the candidate)."""
     try:
-        inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
+        hidden = inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
     except (OSError, SubmissionError) as exc:
         return TestRunEvidence(junit_error=f"hidden tests cannot be injected: {exc}")
-    harness = start_harness(task_spec, tree, None, baseline.tests)
+    harness = start_harness(task_spec, tree, None, baseline.tests, hidden=hidden)
     with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
         return run_test_command(task_spec, sandbox, harness=harness, base=baseline.tests)
