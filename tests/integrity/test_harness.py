@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
-from gradeflow.integrity.harness import Harness, HarnessRecord, RunFacts, _parse_log, check_run, record_cases, summarize
+from gradeflow.integrity.harness import Harness, HarnessRecord, RunFacts, check_run, record_cases, summarize
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.tasks._junit import names_in, outcomes_for
@@ -130,24 +130,6 @@ def test_a_run_that_stopped_before_any_test_is_not_blamed_for_its_canaries() -> 
     # One passed case in the report with no call behind it is still a forgery, and the canaries are checked.
     forged = RunFacts(**{**stopped.__dict__, "cases": [_case("test_div", "passed")]})
     assert any("must pass is missing" in p for p in check_run(HARNESS, record, forged, BASE))
-
-
-@pytest.mark.parametrize(
-    ("log", "calls", "problem"),
-    [
-        (b'["a::t", "ok"]\n["b::t", "raised"]\n', {"a::t": "ok", "b::t": "raised"}, None),
-        (b'["a::t", "raised"]\n["a::t", "ok"]\n', {"a::t": "raised"}, "two results for a::t"),
-        (b'["a::t", "ok"]\n["a::t", "ok"]\n', {"a::t": "ok"}, None),  # a rerun plugin may log a test twice
-        (b'{"a::t": "ok"}\n', {}, "line 1"),
-        (b'7\n["a::t", "passed"]\n\xff\n', {}, "line 1"),
-    ],
-)
-def test_the_call_log_keeps_the_first_result_and_names_every_odd_line(
-    log: bytes, calls: dict, problem: str | None
-) -> None:
-    found, problems = _parse_log(log)
-    assert found == calls
-    assert (problem is None and problems == []) or any(problem in p for p in problems if problem), problems
 
 
 def test_the_summary_drops_conftests_and_the_harness_and_sees_the_canaries() -> None:

@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from gradeflow.integrity.boot import boot_files
 from gradeflow.integrity.handed import PLACEHOLDER
+from gradeflow.integrity.signing import parse_log, record_signature_problems, split_signed
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
 from gradeflow.models.testids import file_of_test_id, split_test_id
@@ -88,6 +89,11 @@ class HarnessRecord(BaseModel):
     compared: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Node id → ``file:line:operand:methods`` → where the equality of each compared value comes from (see
     :attr:`~gradeflow.models.evidence.HarnessSummary.compared`; files absolute here)."""
+    signed: bool = False
+    """The record carried a signature made with the run's key (filled by :func:`read_record`)."""
+    signature_problems: list[str] = Field(default_factory=list)
+    """The record's and the call log's signatures that are missing or not the run key's (see :func:`read_record`);
+    a problem only where the base run's record was signed."""
     logged: dict[str, str] | None = None
     """The calls as the log has them (``None``: no log); filled by :func:`read_record`, not by the plugin."""
     log_problems: list[str] = Field(default_factory=list)
@@ -225,36 +231,24 @@ def read_record(sandbox: Sandbox, harness: Harness) -> HarnessRecord | None:
         return None
     if found is None:
         return None
+    body, signature = split_signed(found[0])
     try:
-        record = HarnessRecord.model_validate_json(found[0])
+        record = HarnessRecord.model_validate_json(body)
     except ValidationError:
         return None
     if record.nonce != harness.nonce:
         return None
+    unsigned = record_signature_problems(body, signature, harness.key)
+    record = record.model_copy(update={"signed": not unsigned, "signature_problems": unsigned})
     try:
         log = sandbox.read_output(harness.log_name, MAX_RECORD_BYTES)
     except ValueError:
         return record.model_copy(update={"log_problems": ["the harness's call log is over its size limit"]})
-    logged, problems = _parse_log(log[0]) if log is not None else (None, [])
-    return record.model_copy(update={"logged": logged, "log_problems": problems})
-
-
-def _parse_log(data: bytes) -> tuple[dict[str, str], list[str]]:
-    """The log's calls, the first line per test winning, and every line that is not one honest entry."""
-    calls: dict[str, str] = {}
-    problems: list[str] = []
-    for number, line in enumerate(data.splitlines(), 1):
-        try:
-            nodeid, result = json.loads(line)
-            if not isinstance(nodeid, str) or result not in ("ok", "raised", "skipped"):
-                raise ValueError
-        except (ValueError, TypeError):
-            problems.append(f"line {number} of the harness's call log is not an entry it writes")
-            continue
-        if nodeid in calls and calls[nodeid] != result:
-            problems.append(f"the harness's call log holds two results for {nodeid}")
-        calls.setdefault(nodeid, result)
-    return calls, problems[:3]
+    if log is None:
+        return record
+    logged, problems, unsigned = parse_log(log[0], harness.key)
+    update = {"logged": logged, "log_problems": problems, "signature_problems": record.signature_problems + unsigned}
+    return record.model_copy(update=update)
 
 
 Places = tuple[tuple[str, str], ...]
@@ -286,6 +280,7 @@ def summarize(
         raisers={nodeid: _relative(file, places) for nodeid, file in record.raisers.items()},
         audit=_audited(record, places),
         namespaces=_namespaced(record, places),
+        signed=record.signed,
         compared=_compared(record, places),
         conftests=sorted({_relative(f, places) for f in record.conftests}),
     )
@@ -418,6 +413,8 @@ def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, b
     if not record.finished:
         problems.append("the test process ended before pytest finished (the harness never saw the session end)")
     problems += record.log_problems
+    if base.signed:
+        problems += record.signature_problems
     if record.logged is None:
         problems.append("the harness's call log is missing")
     elif record.logged != record.calls:

@@ -106,6 +106,9 @@ class HarnessSummary(BaseModel):
     conftests: list[str] = Field(default_factory=list)
     """``conftest.py`` files loaded that the run did not start with, and test modules not loaded from the text
     the grader handed over (named as ``foreign_code``); one the base run lacks is tampering."""
+    signed: bool = False
+    """The run's record was signed with its key (the plugin read the grader's channel); then a candidate's
+    record and call log must be signed too."""
 
 
 class TestRunEvidence(BaseModel):
