@@ -41,7 +41,6 @@ PATCHES = HERE / "patches"
 SANDBOXES = ("isolated", "docker")
 INTEGRITY_GATES = {"junit-tampered", "tamper-suspected", "test-infrastructure-modified"}
 """Reason codes that are hard gates in every shipped profile: their grade must be ``rejected``."""
-FAIL_TO_PASS = {("tests.test_calc", "test_divide_by_zero"), ("tests.test_hidden_calc", "test_divide_by_zero_message")}
 
 
 @dataclass(frozen=True)
@@ -402,14 +401,25 @@ def unguarded_run(case: Case, scratch: Path) -> tuple[bool, str]:
                 patch.write_text(str(sub.patch), encoding="utf-8", errors="surrogateescape")
             _git(tree, "init", "-q")
             _git(tree, "apply", "--binary", str(patch))
-        shutil.copytree(TASKS / "hidden_tests", tree, dirs_exist_ok=True)
-        return _plain_pytest(tree, folder / "junit.xml")
+        hidden, fail_to_pass = _task_tests(case)
+        shutil.copytree(hidden, tree, dirs_exist_ok=True)
+        return _plain_pytest(tree, folder / "junit.xml", fail_to_pass)
     finally:
         unlock(folder)
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _plain_pytest(tree: Path, report: Path) -> tuple[bool, str]:
+def _task_tests(case: Case) -> tuple[Path, set[tuple[str, str]]]:
+    """The case's task's hidden tests folder and its fail_to_pass tests as JUnit names them (classname, name)."""
+    tests = yaml.safe_load(case.task_file.read_text(encoding="utf-8"))["tests"]
+    wanted = set()
+    for test_id in tests["fail_to_pass"]:
+        path, *parts = test_id.split("::")
+        wanted.add((".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]))
+    return case.task_file.parent / tests["hidden"], wanted
+
+
+def _plain_pytest(tree: Path, report: Path, fail_to_pass: set[tuple[str, str]]) -> tuple[bool, str]:
     env = {
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(report.parent),
@@ -425,7 +435,7 @@ def _plain_pytest(tree: Path, report: Path) -> tuple[bool, str]:
         for case in ET.parse(report).getroot().iter("testcase")
         if not any(child.tag in ("failure", "error", "skipped") for child in case)
     }
-    missing = sorted(name for _, name in FAIL_TO_PASS - passed)
+    missing = sorted(name for _, name in fail_to_pass - passed)
     return not missing, f"exit {proc.returncode}, fail_to_pass not passing: {missing or 'none'}"
 
 
