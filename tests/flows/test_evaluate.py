@@ -127,7 +127,7 @@ def test_each_baseline_is_built_once_per_task(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("prefect")
-def test_inconclusive_grades_are_recorded_and_a_crash_is_retried_on_the_next_run(
+def test_inconclusive_grades_and_a_crash_are_recorded_and_a_rerun_grades_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     suite = write_suite(tmp_path, ["t1"], {"m-a": ["fix", "broken", "wrong", "fix"]})
@@ -146,6 +146,7 @@ def test_inconclusive_grades_are_recorded_and_a_crash_is_retried_on_the_next_run
     monkeypatch.setattr(evaluate_module, "grade_submission", crashing_flow)
     first = _evaluate(suite, url, FakeSandboxFactory(buggy_grader))
     assert first.graded == 3 and len(first.failed) == 1 and "t1 m-a m-a-r4: RuntimeError" in first.failed[0]
+    assert first.failed[0].endswith("recorded inconclusive internal-error")
     by_run = {r.run_id: r for r in first.records}
     assert (by_run["m-a-r2"].status, by_run["m-a-r2"].score, by_run["m-a-r2"].decision) == (
         "inconclusive",
@@ -154,9 +155,10 @@ def test_inconclusive_grades_are_recorded_and_a_crash_is_retried_on_the_next_run
     )
     assert by_run["m-a-r2"].reason_codes == ["sandbox-unavailable"]
     assert (by_run["m-a-r3"].status, by_run["m-a-r3"].reason_codes) == ("inconclusive", ["internal-error"])
+    assert (by_run["m-a-r4"].status, by_run["m-a-r4"].reason_codes) == ("inconclusive", ["internal-error"])
     monkeypatch.undo()
     second = _evaluate(suite, url, FakeSandboxFactory(fake_pytest))
-    assert (second.graded, second.skipped, second.failed) == (1, 3, [])
+    assert (second.graded, second.skipped, second.failed) == (0, 4, [])
     assert [r.run_id for r in second.records] == ["m-a-r1", "m-a-r2", "m-a-r3", "m-a-r4"]
 
 

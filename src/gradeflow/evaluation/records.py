@@ -1,4 +1,9 @@
-"""A grade as the ledger keeps it: the planned suite item, its keys, and the record of its result. Pure."""
+"""A grade as the ledger keeps it: the planned suite item, its keys, and the record of its result. Pure.
+
+A submission whose grade crashed still gets a record (:func:`crash_result`): the environment's failure
+is inconclusive with its reason code, the submission's fault a graded failure, so no submission drops
+out of the pass rate.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,15 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict
 
+from gradeflow.errors import InfraError, SubmissionError
 from gradeflow.evaluation.ledger import GradeRecord
 from gradeflow.evaluation.suite import SuiteItem
+from gradeflow.graders.verdict import inconclusive_result, refused_result
 from gradeflow.graders.withheld import withhold_hidden_timings, withholds_hidden_details
 from gradeflow.models import GradeResult, TaskSpec
+from gradeflow.profiles import load_profile
 
-__all__ = ["PlannedGrade", "record_for", "repository_key"]
+__all__ = ["PlannedGrade", "crash_result", "record_for", "repository_key"]
 
 
 class PlannedGrade(BaseModel):
@@ -79,6 +87,25 @@ def record_for(planned: PlannedGrade, result: GradeResult, seconds: float) -> Gr
         reason_codes=list(result.reason_codes),
         status=result.status,
         timings=timings,
+    )
+
+
+def crash_result(planned: PlannedGrade, error: Exception, profile: str | None) -> GradeResult:
+    """The result recorded for a grade that raised ``error`` instead of returning.
+
+    The submission's fault (``SubmissionError``) is a graded failure with its reason code; the environment's
+    (``InfraError``) is inconclusive with its reason code; anything else is gradeflow's own failure,
+    inconclusive ``internal-error``.
+    """
+    task, submission_id = planned.task, planned.item.submission.submission_id
+    policy = load_profile(profile or task.grading.profile)
+    message = f"the grade did not finish: {type(error).__name__}: {error}"
+    patch = planned.item.submission.diff() or ""
+    if isinstance(error, SubmissionError):
+        return refused_result(task, submission_id, error.reason_code, message, policy, patch=patch)
+    code = error.reason_code if isinstance(error, InfraError) else "internal-error"
+    return inconclusive_result(
+        task, submission_id, code, message, policy.name, patch=patch, dimensions=dict.fromkeys(policy.dimensions)
     )
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from gradeflow.errors import InfraError
 from gradeflow.evaluation.ledger import GradeRecord, Ledger
 from gradeflow.evaluation.progress import Progress
-from gradeflow.evaluation.records import PlannedGrade, record_for
+from gradeflow.evaluation.records import PlannedGrade, crash_result, record_for
 from gradeflow.evaluation.suite import Suite, content_key, patch_hash
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
@@ -39,11 +39,13 @@ class Evaluation(BaseModel):
     records: list[GradeRecord] = Field(default_factory=list)
     """The ledger record of every suite item that has one (graded now or before)."""
     graded: int = 0
-    """Submissions graded and recorded by this run."""
+    """Submissions graded and recorded by this run (a grade that crashed is in ``failed``)."""
     skipped: int = 0
     """Submissions already in the ledger, not graded again."""
     failed: list[str] = Field(default_factory=list)
-    """Submissions that could not be graded (a crash, not an inconclusive grade): retried on the next run."""
+    """Submissions whose grade crashed instead of returning a result, each with its error. Each is still
+    recorded with its status and reason (see :func:`~gradeflow.evaluation.records.crash_result`); one the
+    ledger could not take is graded again by the next run."""
 
 
 def plan_suite(suite: Suite, profile: str | None) -> list[PlannedGrade]:
@@ -118,8 +120,10 @@ def evaluate_suite(
         planned = futures[future]
         try:
             outcome: str = future.result().status
-        except Exception as exc:  # the one boundary: a crash is reported, never recorded, retried next run
-            failed.append(f"{planned.label}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # the one boundary: a crash is reported and recorded with its status and reason
+            failed.append(
+                f"{planned.label}: {type(exc).__name__}: {exc}; {_record_crash(planned, ledger, profile, exc)}"
+            )
             outcome = "failed"
         progress.advance(planned.label, outcome)
     order = {p.key: i for i, p in enumerate(plan)}
@@ -127,6 +131,16 @@ def evaluate_suite(
     return Evaluation(
         records=records, graded=len(pending) - len(failed), skipped=len(plan) - len(pending), failed=failed
     )
+
+
+def _record_crash(planned: PlannedGrade, ledger: Ledger, profile: str | None, error: Exception) -> str:
+    """Record the grade that raised ``error`` (see :func:`crash_result`); what was recorded, in words."""
+    result = crash_result(planned, error, profile)
+    try:
+        ledger.add(record_for(planned, result, 0.0))
+    except InfraError as exc:
+        return f"not recorded ({exc}): graded again by the next run"
+    return f"recorded {result.status} {', '.join(result.reason_codes)}"
 
 
 def evaluate(
