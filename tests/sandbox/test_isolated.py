@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -117,15 +118,29 @@ def test_no_socket_of_the_host_is_reachable(box: IsolatedSandbox) -> None:
     assert code != 0
 
 
-def test_the_network_is_there_when_the_task_asks(tmp_path: Path) -> None:
+def _global_address() -> str:
+    shown = subprocess.run(["ip", "-j", "-4", "addr", "show", "scope", "global", "up"], capture_output=True, check=True)
+    found = [a["local"] for i in json.loads(shown.stdout) for a in i.get("addr_info", [])]
+    assert found, "this test needs a non-loopback IPv4 address on the host"
+    return str(found[0])
+
+
+def test_the_network_when_the_task_asks_goes_out_through_slirp_never_to_the_host_loopback(tmp_path: Path) -> None:
     factory = IsolatedSandboxFactory(EnvironmentSpec(network=True))
-    with socket.socket() as server, factory.open(tmp_path) as box:
-        server.bind(("127.0.0.1", 0))
-        server.listen(1)
-        port = server.getsockname()[1]
-        connect = f"python -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 2)'"
-        result = box.run(connect, env={}, timeout=30)
+    with socket.socket() as outside, socket.socket() as local, factory.open(tmp_path) as box:
+        outside.bind((_global_address(), 0))
+        local.bind(("127.0.0.1", 0))
+        for server in (outside, local):
+            server.listen(1)
+        (address, port), local_port = outside.getsockname(), local.getsockname()[1]
+        connect = "python -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 2)'"
+        result = box.run(f"{connect} {address} {port}", env={}, timeout=30)
         assert result.exit_code == 0, result.stderr
+        for host in ("127.0.0.1", "10.0.2.2"):  # the sandbox's own loopback; slirp's gateway to the host's
+            assert box.run(f"{connect} {host} {local_port}", env={}, timeout=30).exit_code != 0
+        local.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            local.accept()
 
 
 def test_a_daemon_dies_with_its_command(box: IsolatedSandbox) -> None:

@@ -3,8 +3,9 @@ subflow (fresh checkout → ``run-agent`` → the agent's output as an artifact 
 
 The flow's task runner bounds how many trials run at once (threads, or a Dask cluster's workers). A
 trial is recorded when it finishes, its grade under its content key and run id and its agent facts in
-the trials table; a run that is stopped loses only the trials in flight, and running it again runs
-only the trials the ledger lacks.
+the trials table, both in one transaction. A trial is complete only when the ledger holds both records:
+a run that is stopped loses only the trials in flight, and running it again runs the trials that are
+not complete, whole (the agent again, then the grade), replacing whatever record an earlier attempt left.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from gradeflow.logs import redacting, scrub
 from gradeflow.models import GradeResult, Submission
 from gradeflow.sandbox.base import remove_tree
 
-__all__ = ["TrialOutcome", "TrialRun", "agent_trial", "run_trials_flow"]
+__all__ = ["RecordedTrial", "TrialOutcome", "TrialRun", "agent_trial", "run_trials_flow"]
 
 
 class TrialOutcome(BaseModel):
@@ -58,6 +59,15 @@ class TrialRun(BaseModel):
     """Trials the ledger already held, not run again."""
     failed: list[str] = Field(default_factory=list)
     """Trials that crashed (not an inconclusive grade): run again on the next call."""
+    unavailable: list[str] = Field(default_factory=list)
+    """Why the agent's sandbox could not start, one line per trial of this call it made inconclusive."""
+
+
+class RecordedTrial(BaseModel):
+    """What ``run-and-record-trial`` returns: the grade record, and why the agent's sandbox could not start."""
+
+    record: GradeRecord
+    unavailable: str | None = None
 
 
 def _submission_id(planned: PlannedTrial) -> str:
@@ -129,15 +139,16 @@ def _grade(planned: PlannedTrial, submission: Submission) -> GradeResult:
 
 
 @task(name="run-and-record-trial", cache_policy=NO_CACHE, task_run_name="{planned.task.task_id}-{planned.run_id}")
-def run_and_record(planned: PlannedTrial, ledger: Ledger) -> GradeRecord:
-    """One trial through the ``agent-trial`` subflow; its trial and grade records added to the ledger."""
+def run_and_record(planned: PlannedTrial, ledger: Ledger) -> RecordedTrial:
+    """One trial through the ``agent-trial`` subflow; its trial and grade records written together, replacing
+    any an interrupted attempt left."""
     started = time.perf_counter()
     outcome = agent_trial(planned)
     run, result = outcome.run, outcome.result
-    ledger.add_trial(_trial_record(planned, outcome))
     record = record_for(_planned_grade(planned, result, run), result, time.perf_counter() - started)
-    ledger.add(record)
-    return record
+    ledger.record_trial(_trial_record(planned, outcome), record)
+    note = None if run.unavailable is None else f"{planned.label}: {scrub(run.unavailable)}"
+    return RecordedTrial(record=record, unavailable=note)
 
 
 def _trial_record(planned: PlannedTrial, outcome: TrialOutcome) -> TrialRecord:
@@ -183,20 +194,22 @@ def run_trials_flow(
     plan: list[PlannedTrial], ledger: Ledger, label: str = "agent", show_progress: bool = True
 ) -> TrialRun:
     """Run every trial of ``plan`` the ledger does not hold yet, recording each as it finishes."""
-    recorded = ledger.recorded_keys()
-    pending = [p for p in plan if p.key not in recorded]
+    complete = ledger.recorded_keys() & ledger.trial_keys()
+    pending = [p for p in plan if p.key not in complete]
     progress = Progress(len(plan), len(plan) - len(pending), enabled=show_progress)
     tasks = {p.task.task_id: p.task for p in pending}
     sandbox = {p.task.task_id: p.config.sandbox for p in pending}
     warm = {task_id: warm_baseline.submit(spec, sandbox[task_id]) for task_id, spec in tasks.items()}
-    futures: dict[PrefectFuture[GradeRecord], PlannedTrial] = {
+    futures: dict[PrefectFuture[RecordedTrial], PlannedTrial] = {
         run_and_record.submit(p, ledger, return_state=False, wait_for=[warm[p.task.task_id]]): p for p in pending
     }
-    failed = []
+    failed, unavailable = [], []
     for future in as_completed(list(futures)):
         planned = futures[future]
         try:
-            outcome: str = future.result().status
+            recorded = future.result()
+            outcome: str = recorded.record.status
+            unavailable += [recorded.unavailable] if recorded.unavailable else []
         except Exception as exc:  # the one boundary: a crash is reported, never recorded, run again next call
             failed.append(f"{planned.label}: {type(exc).__name__}: {exc}")
             outcome = "failed"
@@ -207,5 +220,10 @@ def run_trials_flow(
         (t for t in ledger.trials() if (t.content_key, t.run_id) in keys), key=lambda t: keys[(t.content_key, t.run_id)]
     )
     return TrialRun(
-        records=records, trials=trials, ran=len(pending) - len(failed), skipped=len(plan) - len(pending), failed=failed
+        records=records,
+        trials=trials,
+        ran=len(pending) - len(failed),
+        skipped=len(plan) - len(pending),
+        failed=failed,
+        unavailable=unavailable,
     )

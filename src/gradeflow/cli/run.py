@@ -96,6 +96,7 @@ def _print(done: TrialRun, as_json: bool) -> None:
                     "ran": done.ran,
                     "skipped": done.skipped,
                     "failed": done.failed,
+                    "unavailable": done.unavailable,
                 },
                 indent=2,
             )
@@ -114,6 +115,8 @@ def _print(done: TrialRun, as_json: bool) -> None:
     print(f"ran {done.ran}, skipped {done.skipped} already recorded, failed {len(done.failed)}", file=sys.stderr)
     for line in done.failed:
         print(f"  failed: {line}", file=sys.stderr)
+    for line in done.unavailable:
+        print(f"  inconclusive: {line}", file=sys.stderr)
 
 
 def _exit_code(done: TrialRun) -> int:

@@ -34,6 +34,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
     insert,
     select,
@@ -421,6 +422,24 @@ class Ledger:
     def add_trial(self, trial: TrialRecord) -> bool:
         """Record a trial; ``False`` when ``(content_key, run_id)`` was already recorded."""
         return self._insert_once(cast(Table, _TrialRow.__table__), trial.model_dump(mode="python"))
+
+    def record_trial(self, trial: TrialRecord, record: GradeRecord) -> None:
+        """A trial and its grade, in one transaction that first removes any record of either under their key
+        (what an interrupted earlier attempt left): a trial is complete with both records or has neither."""
+        grades, trials = cast(Table, _GradeRow.__table__), cast(Table, _TrialRow.__table__)
+        with self._answers("write a trial"), self._engine.begin() as connection:
+            for table in (grades, trials):
+                connection.execute(
+                    delete(table).where(table.c.content_key == trial.content_key, table.c.run_id == trial.run_id)
+                )
+            connection.execute(insert(trials).values(trial.model_dump(mode="python")))
+            connection.execute(insert(grades).values(record.model_dump(mode="python")))
+
+    def trial_keys(self) -> set[tuple[str, str]]:
+        """Every ``(content_key, run_id)`` of the trials table."""
+        with self._answers("read the trials"), self._engine.connect() as connection:
+            rows = connection.execute(select(_TrialRow.content_key, _TrialRow.run_id))
+            return {(row[0], row[1]) for row in rows}
 
     def trials(self) -> list[TrialRecord]:
         """Every trial, oldest first."""

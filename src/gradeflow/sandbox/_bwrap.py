@@ -5,10 +5,11 @@ run's own folders writable, everything else absent. :class:`BwrapContainment` tu
 argv of one command:
 
 (as root, where it can) a shell that joins the command's cgroups → ``prlimit`` (file size; memory and
-processes too where there are no cgroups) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and, unless the
-task asks for the network, network namespaces; a fresh ``/proc``, a minimal ``/dev``, a size-limited
-``/tmp``) → as root, ``setpriv`` down to a non-root user with no capabilities and ``no_new_privs`` →
-a wrapper shell → ``/bin/sh -c COMMAND``.
+processes too where there are no cgroups) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and network
+namespaces; a fresh ``/proc``, a minimal ``/dev``, a size-limited ``/tmp``; a command that asks for the
+network gets slirp4netns as its namespace's way out, :mod:`gradeflow.sandbox._uplink`) → as root,
+``setpriv`` down to a non-root user with no capabilities and ``no_new_privs`` → a wrapper shell (which
+first waits for that network) → ``/bin/sh -c COMMAND``.
 
 Run as another user, bwrap makes a user namespace instead and every capability is dropped. bwrap's
 first process in the pid namespace dies with its parent (``--die-with-parent``), and the kernel kills
@@ -33,6 +34,7 @@ from pathlib import Path
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._cgroups import JOIN, CommandGroups
 from gradeflow.sandbox._local_procs import kill_group
+from gradeflow.sandbox._uplink import Uplink
 
 __all__ = [
     "HINT",
@@ -64,6 +66,7 @@ class View:
     writable: tuple[str, ...]
     workdir: str
     network: bool = False
+    """An uplink through slirp4netns into the command's own network namespace (never the host's namespace)."""
     uid: int | None = None
     """The user commands run as when gradeflow runs as root (``None``: gradeflow's own user)."""
     gid: int | None = None
@@ -168,7 +171,8 @@ class BwrapContainment:
         self.groups = groups
         self._guard: DiskGuard | None = None
         self._status_read, self._status_write = os.pipe()
-        self.pass_fds: tuple[int, ...] = (self._status_write,)
+        self._uplink = Uplink() if view.network else None
+        self.pass_fds: tuple[int, ...] = (self._status_write, *(self._uplink.pass_fds if self._uplink else ()))
         self._status = bytearray()
         self._reader = threading.Thread(target=self._read_status, daemon=True, name="gradeflow-bwrap-status")
 
@@ -177,10 +181,13 @@ class BwrapContainment:
         # bash: dash takes no descriptor over 9 in a redirection. The command itself runs in ``/bin/sh``,
         # without the descriptor; afterwards a full ``/tmp`` is reported on it.
         report = f'[ "$(stat -f -c %a /tmp 2>/dev/null)" = 0 ] && printf F >&{fd}'
-        wrapper = f'printf 1 >&{fd}; /bin/sh -c "$0" {fd}>&-; rc=$?; {report}; exit $rc'
+        wait = self._uplink.wait_in_shell() if self._uplink else ""
+        wrapper = f'{wait}printf 1 >&{fd}; /bin/sh -c "$0" {fd}>&-; rc=$?; {report}; exit $rc'
         shell = ["/bin/bash", "-c", wrapper, command]
         join = ["/bin/sh", "-c", JOIN, "join", *self.groups.procs(), "--"] if self.groups is not None else []
-        return [*join, *self._limits(), self.bwrap, *self._namespaces(), *self._mounts(), *self._user(), *shell]
+        uplink = self._uplink.bwrap_args() if self._uplink else []
+        namespaces = [*self._namespaces(), *uplink]
+        return [*join, *self._limits(), self.bwrap, *namespaces, *self._mounts(), *self._user(), *shell]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         return env
@@ -188,6 +195,8 @@ class BwrapContainment:
     def started(self) -> None:
         os.close(self._status_write)
         self._reader.start()
+        if self._uplink is not None:
+            self._uplink.start()
 
     def watch(self, leader: int) -> None:
         """Guard the host's disk while the command runs: the folders it writes live there."""
@@ -203,6 +212,8 @@ class BwrapContainment:
         with contextlib.suppress(OSError):
             os.close(self._status_read)
         if not self._status.startswith(b"1"):
+            if self._uplink is not None and self._uplink.problem is not None:
+                raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {self._uplink.problem}")
             raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {_last_line(stderr)[:200]} ({HINT})")
 
     def disk_full(self, exit_code: int | None) -> bool:
@@ -215,6 +226,8 @@ class BwrapContainment:
         return self.groups is not None and self.groups.oom_kills() > 0
 
     def close(self) -> None:
+        if self._uplink is not None:
+            self._uplink.close()
         if self._guard is not None:
             self._guard.halt.set()
         # The cgroups empty a moment after the namespace died; their removal is not the command's time.
@@ -239,8 +252,7 @@ class BwrapContainment:
     def _namespaces(self) -> list[str]:
         args = ["--die-with-parent", "--new-session"]
         args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-        if not self.view.network:
-            args.append("--unshare-net")
+        args.append("--unshare-net")
         if self.view.uid is None:
             args += ["--unshare-user", "--cap-drop", "ALL"]
         return args

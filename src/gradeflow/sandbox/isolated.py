@@ -11,8 +11,9 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
   fresh ``/proc`` and a minimal ``/dev``. Nothing else exists inside: no home folders, no other runs,
   nothing of gradeflow's state (``$GRADEFLOW_HOME``, Prefect's home, baselines, hidden tests' originals,
   the reference, the task spec), no host sockets (``/run``, the docker socket);
-- **namespaces**: pid (every process dies with the command), network (none unless ``environment.network``:
-  a private loopback only, which reaches nothing of the host), ipc, uts;
+- **namespaces**: pid (every process dies with the command), network (a private loopback only, which
+  reaches nothing of the host; with ``environment.network`` or an agent's network, slirp4netns as its way
+  out, which never reaches the host's loopback: :mod:`gradeflow.sandbox._uplink`), ipc, uts;
 - **a non-root user with no capabilities**: as root, commands run as a user of the sandbox's own
   (:func:`sandbox_user`; ``environment.user`` when the task sets one) with ``no_new_privs``, so nothing
   can be unmounted, remounted or read that this user could not read; the folders commands write are
@@ -23,9 +24,9 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
   otherwise; ``environment.disk`` (the size of ``/tmp`` and of any one file written, and a guard on the
   host's disk); output.
 
-When bwrap is missing or refused here, :meth:`IsolatedSandboxFactory.describe` raises
-``SandboxUnavailable`` with a hint: a grade that asked for this sandbox is inconclusive, never silently
-run in another.
+When bwrap is missing or refused here, or slirp4netns for a sandbox with the network,
+:meth:`IsolatedSandboxFactory.describe` raises ``SandboxUnavailable`` with a hint: a grade that asked
+for this sandbox is inconclusive, never silently run in another (nor on the host's network).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from gradeflow.models import EnvironmentSpec
 from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
 from gradeflow.sandbox._cgroups import make_groups
+from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
     SandboxFactory,
@@ -194,10 +196,13 @@ class IsolatedSandboxFactory(SandboxFactory):
         self.read_only = read_only
 
     def open(self, host_workspace: Path) -> IsolatedSandbox:
-        problem = bwrap_problem()
+        self._check()
+        return IsolatedSandbox(host_workspace, self.settings, self.read_only)
+
+    def _check(self) -> None:
+        problem = bwrap_problem() or (uplink_problem() if self.settings.network else None)
         if problem is not None:
             raise SandboxUnavailable(f"isolated sandbox: {problem}")
-        return IsolatedSandbox(host_workspace, self.settings, self.read_only)
 
     def probe(self) -> None:
         """The disks have room, bwrap works here, and ``true`` runs in a fresh sandbox."""
@@ -205,10 +210,9 @@ class IsolatedSandboxFactory(SandboxFactory):
         run_true_in_fresh_sandbox(self, "isolated sandbox", "sandbox")
 
     def describe(self) -> SandboxDescription:
-        """``SandboxUnavailable`` (with what to do instead) when bwrap cannot run here."""
-        problem = bwrap_problem()
-        if problem is not None:
-            raise SandboxUnavailable(f"isolated sandbox: {problem}")
+        """``SandboxUnavailable`` (with what to do instead) when bwrap cannot run here, or slirp4netns is
+        missing for a sandbox with the network."""
+        self._check()
         return SandboxDescription(
             sandbox=self.kind,
             architecture=platform.machine(),
