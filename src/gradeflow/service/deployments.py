@@ -20,7 +20,6 @@ from contextlib import suppress
 from pathlib import Path
 from typing import cast
 
-from prefect import serve
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.deployments.runner import RunnerDeployment
@@ -34,6 +33,7 @@ from gradeflow.service.credentials import public_ledger
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
 from gradeflow.service.params import EvaluateRequest
 from gradeflow.service.review import review_grade
+from gradeflow.service.serving import serve_until_stopped
 from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 
 __all__ = [
@@ -107,12 +107,12 @@ def ensure_sandbox_limit(slots: int) -> None:
 
 
 def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
-    """Serve both deployments in this process until interrupted; ``limit`` bounds concurrent runs."""
+    """Serve the deployments in this process until SIGTERM or Ctrl-C; ``limit`` bounds concurrent runs."""
     refuse_local_suite(config, "serve")
     os.environ.update(trusted_environment(config.trust_local_code))
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)
-    serve(*build_deployments(config), limit=limit)
+    serve_until_stopped(build_deployments(config), limit=limit)
 
 
 def _ensure_process_pool(name: str) -> None:
