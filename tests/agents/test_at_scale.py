@@ -37,11 +37,11 @@ def _completed_trials(since: datetime) -> Counter[str]:
     return Counter(run.name for run in runs if run.state is not None and run.state.is_completed())
 
 
-def _start_cli(ledger: Path) -> subprocess.Popen[bytes]:
+def _start_cli(ledger: Path, repeat: int = 4) -> subprocess.Popen[bytes]:
     from prefect.settings import PREFECT_API_URL
 
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
-    command = [sys.executable, "-m", "gradeflow.cli", "run", str(CALC), "--agent", SLOW_SED, "--repeat", "4"]
+    command = [sys.executable, "-m", "gradeflow.cli", "run", str(CALC), "--agent", SLOW_SED, "--repeat", str(repeat)]
     command += ["--ledger", str(ledger), "--no-progress"]
     return subprocess.Popen(
         command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
@@ -82,6 +82,67 @@ def test_a_run_killed_halfway_and_resumed_runs_each_trial_once(tmp_path: Path) -
     assert all(r.passed for r in done.records)
     assert _completed_trials(since) == {f"trial-calc-divzero-trial-{i}": 1 for i in range(1, 5)}
     ledger.close()
+
+
+def _completed_agent_runs(since: datetime, name: str) -> int:
+    """``run-agent`` task runs named ``name`` that completed since ``since``."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName, TaskRunFilterStartTime
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(
+            task_run_filter=TaskRunFilter(
+                name=TaskRunFilterName(any_=[name]),
+                start_time=TaskRunFilterStartTime(after_=since),  # type: ignore[arg-type]
+            )
+        )
+    return sum(1 for run in runs if run.state is not None and run.state.is_completed())
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_run_killed_after_the_agent_ran_runs_that_trial_again_whole(tmp_path: Path) -> None:
+    """Killed once trial-1's agent finished (its facts known, its grade under way): nothing of trial-1 is
+    recorded, and the resumed run runs its agent again and records both records once."""
+    since, path = datetime.now(UTC), tmp_path / "ledger.db"
+    proc = _start_cli(path, repeat=1)
+    try:
+        for _ in range(3000):
+            if _completed_agent_runs(since, "agent-calc-divzero-trial-1") or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    ledger = Ledger(str(path))
+    assert (ledger.records(), ledger.trials()) == ([], [])
+    done = run_trials(plan_trials([load_task(CALC)], TrialConfig(agent=SLOW_SED), 1), ledger, show_progress=False)
+    assert (done.ran, done.skipped, done.failed) == (1, 0, [])
+    assert _completed_agent_runs(since, "agent-calc-divzero-trial-1") == 2  # the agent ran again
+    assert _completed_trials(since) == {"trial-calc-divzero-trial-1": 1}
+    ((record,), (trial,)) = ledger.records(), ledger.trials()
+    assert record.passed and trial.exit_code == 0 and trial.flow_run_id == done.trials[0].flow_run_id
+    ledger.close()
+
+
+@pytest.mark.usefixtures("prefect")
+def test_half_a_trial_in_the_ledger_is_run_again_and_replaced(ledger: Ledger, tmp_path: Path) -> None:
+    """A trial record without its grade record, or a grade record without its trial record (what a crash
+    between two separate writes left): the trial is not complete, so it runs again and both are replaced."""
+    plan = plan_trials([load_task(CALC)], TrialConfig(agent="nop"), 1)
+    first = run_trials(plan, ledger, show_progress=False)
+    (record,), (trial,) = first.records, first.trials
+    grade_only, trial_only = Ledger(str(tmp_path / "grade-only.db")), Ledger(str(tmp_path / "trial-only.db"))
+    grade_only.add(record)
+    trial_only.add_trial(trial.model_copy(update={"exit_code": 99, "flow_run_id": "stale"}))
+    for half in (grade_only, trial_only):
+        done = run_trials(plan, half, show_progress=False)
+        assert (done.ran, done.skipped) == (1, 0)
+        ((again,), (agent,)) = half.records(), half.trials()
+        assert again.created_at > record.created_at and agent.exit_code == 0 and agent.flow_run_id != "stale"
+        assert run_trials(plan, half, show_progress=False).skipped == 1
+        half.close()
 
 
 @pytest.mark.usefixtures("prefect")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from agents.conftest import CALC
-from gradeflow.agents import Read, RepoEnv, Run, Submit, Write
+from gradeflow.agents import InconclusiveGrade, Read, RepoEnv, Run, Submit, Write
 from gradeflow.cli.main import main
 from gradeflow.sandbox.base import remove_tree
 
@@ -60,3 +61,22 @@ def test_the_time_budget_stops_a_command_and_truncates() -> None:
         observation, reward, terminated, truncated, info = env.step(Run("sleep 30"))
         assert info["timed_out"] and observation.exit_code is None
         assert (reward, terminated, truncated) == (0.0, False, True)
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_workspace_that_cannot_be_graded_has_no_reward(tmp_path: Path) -> None:
+    """A broken base (its setup fails) makes the grade inconclusive: ``Submit`` raises, never rewards 0.0."""
+    task_dir = tmp_path / "calc"
+    shutil.copytree(CALC.parent, task_dir)
+    spec = task_dir / "task.yaml"
+    spec.write_text(spec.read_text().replace("setup: null", 'setup: "exit 3"'))
+    with RepoEnv(spec) as env:
+        env.reset()
+        env.step(Run(FIX))
+        with pytest.raises(InconclusiveGrade) as raised:
+            env.step(Submit())
+        with pytest.raises(RuntimeError, match="reset"):
+            env.step(Run("true"))
+    result = raised.value.result
+    assert (result.status, result.score, result.reason_codes) == ("inconclusive", None, ["setup-failed"])
+    assert raised.value.reason_code == "setup-failed" and raised.value.exit_code == 3

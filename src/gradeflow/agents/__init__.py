@@ -11,8 +11,8 @@ from gradeflow.agents.config import (
     parse_summary,
     trial_key,
 )
-from gradeflow.agents.env import Action, Observation, Read, RepoEnv, Run, Submit, Write
-from gradeflow.agents.flows import TrialOutcome, TrialRun, agent_trial, run_trials_flow
+from gradeflow.agents.env import Action, InconclusiveGrade, Observation, Read, RepoEnv, Run, Submit, Write
+from gradeflow.agents.flows import RecordedTrial, TrialOutcome, TrialRun, agent_trial, run_trials_flow
 from gradeflow.agents.run import plan_trials, preflight, reference_beside, run_trials
 from gradeflow.agents.trial import AgentRun
 
@@ -23,9 +23,11 @@ __all__ = [
     "Action",
     "AgentRun",
     "AgentSummary",
+    "InconclusiveGrade",
     "Observation",
     "PlannedTrial",
     "Read",
+    "RecordedTrial",
     "RepoEnv",
     "Run",
     "Submit",

@@ -4,8 +4,11 @@
 ``gradeflow run`` gives an agent: whatever an action reaches, an agent's command would reach);
 ``step(action)`` runs one action there. ``Submit()`` grades the workspace through ``grade-submission``
 (as ``gradeflow grade --workspace``) and ends the episode: the reward is the score, or the dimension
-named by ``reward``; an inconclusive grade rewards 0.0 and says so in ``info["result"]``. Every other
-step rewards 0.0. Past ``max_steps`` steps or ``time_limit`` seconds the episode is truncated.
+named by ``reward``. A workspace that could not be graded (the environment's fault: a sandbox that
+cannot start, a broken base) has no reward at all, never a fake zero: ``step`` raises
+:class:`InconclusiveGrade` carrying the inconclusive ``GradeResult``, and the episode is over (as an
+environment's own failure ends a Gymnasium episode with an exception). Every other step rewards 0.0.
+Past ``max_steps`` steps or ``time_limit`` seconds the episode is truncated.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pydantic import BaseModel, Field
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
 from gradeflow.agents.trial import bring_back
-from gradeflow.errors import SpecError
+from gradeflow.errors import InfraError, SpecError
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.graders.withheld import withhold_hidden_timings
@@ -31,7 +34,23 @@ from gradeflow.sandbox.base import CommandResult, Sandbox, remove_tree
 from gradeflow.spec import load_task
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
-__all__ = ["Action", "Observation", "Read", "RepoEnv", "Run", "Submit", "Write"]
+__all__ = ["Action", "InconclusiveGrade", "Observation", "Read", "RepoEnv", "Run", "Submit", "Write"]
+
+
+class InconclusiveGrade(InfraError):
+    """``Submit`` could not grade the workspace (the environment failed, not the agent): there is no reward.
+
+    ``result`` is the inconclusive :class:`GradeResult` (its reason codes and messages say why);
+    ``reason_code`` is its first code. The episode is over: ``reset()`` starts another, ``close()`` ends.
+    """
+
+    def __init__(self, result: GradeResult) -> None:
+        codes = ", ".join(result.reason_codes) or "no reason code"
+        super().__init__(
+            f"task {result.task_id}: the workspace could not be graded ({codes}); no reward",
+            reason_code=result.reason_codes[0] if result.reason_codes else None,
+        )
+        self.result = result
 
 
 @dataclass(frozen=True)
@@ -163,6 +182,8 @@ class RepoEnv:
         bring_back(self._sandbox, self.workspace)
         self._over = True
         result = self._grade(Submission(submission_id="episode", workspace=self.workspace))
+        if result.status == "inconclusive":
+            raise InconclusiveGrade(result)
         return Observation(output=result.summary()), self._reward(result), True, False, {"result": result}
 
     def _grade(self, submission: Submission) -> GradeResult:
@@ -177,8 +198,6 @@ class RepoEnv:
         return withhold_hidden_timings(session.task_spec, result)
 
     def _reward(self, result: GradeResult) -> float:
-        if result.status == "inconclusive":
-            return 0.0
         value = result.score if self.reward_name == "score" else result.dimensions.get(self.reward_name)
         return float(value or 0.0)
 
