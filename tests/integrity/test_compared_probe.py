@@ -1,0 +1,178 @@
+"""The harness's compared-values probe, in a real pytest run: what each assertion compared, and where its
+equality comes from, with pytest's failure messages unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+LIBRARY = """
+import dataclasses
+import fractions
+import functools
+import operator
+
+
+class Anything:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = None
+
+
+# a class object whose metaclass, made by type() under a borrowed name, equals anything
+Blank = type("ABCMeta", (type,), {"__eq__": lambda cls, other: True, "__hash__": type.__hash__, "__module__": "abc"})(
+    "Blank", (), {"__module__": "builtins"}
+)
+# a class that says it is the standard library's Fraction, its __eq__ no function of the repository
+Borrowed = type("Fraction", (int,), {"__eq__": functools.partialmethod(operator.is_not), "__hash__": int.__hash__,
+                                     "__module__": "fractions"})
+
+
+class Yes:
+    def __bool__(self):
+        return True
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+
+
+def value(kind):
+    return {"int": 0, "anything": Anything(), "blank": Blank, "borrowed": Borrowed(5), "yes": Yes(),
+            "point": Point(0), "fraction": fractions.Fraction(0), "none": None}[kind]
+"""
+
+TESTS = """
+import unittest
+
+from lib import Point, value
+
+
+def test_int():
+    assert value("int") == 0
+
+
+def test_anything():
+    assert value("anything") == 0
+
+
+def test_reflected():
+    assert 0 == value("blank")
+
+
+def test_borrowed():
+    assert value("borrowed") == 1
+
+
+def test_fraction():
+    assert value("fraction") == 0
+
+
+def test_point():
+    assert value("point") == Point(0)
+
+
+def test_bare():
+    assert value("yes")
+
+
+def test_in():
+    assert 3 in [value("anything")]
+
+
+def test_generator():
+    assert all(value("anything") == n for n in (1, 2))
+
+
+def test_fails():
+    assert value("none") == 0
+
+
+class Case(unittest.TestCase):
+    def test_assert_equal(self):
+        self.assertEqual(value("anything"), 7)
+"""
+
+
+def _run(tmp_path: Path, harnessed: bool) -> tuple[str, dict[str, dict[str, str]]]:
+    root = tmp_path / ("harnessed" if harnessed else "plain")
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.py").write_text(LIBRARY)
+    (root / "tests" / "test_values.py").write_text(TESTS)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
+    env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+    if harnessed:
+        config: dict[str, object] = {
+            "nonce": "0c0ffee0",
+            "record": str(tmp_path / "record.json"),
+            "calls": str(tmp_path / "calls.log"),
+            "canary_file": "",
+            "canaries": [],
+            "must_fail": "",
+            "select": None,
+            "workspace": str(root),
+        }
+        template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
+        (tmp_path / "_gradeflow_0c0ffee0.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+        command += ["-p", "_gradeflow_0c0ffee0"]
+        env["PYTHONPATH"] = f"{tmp_path}:src"
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    if not harnessed:
+        return done.stdout, {}
+    record = json.loads((tmp_path / "record.json").read_text().split("\nhmac-sha256 ")[0])
+    prefix = f"{root}/tests/test_values.py:"
+    compared = {
+        nodeid.rpartition("::")[2]: {place.removeprefix(prefix): found for place, found in entries.items()}
+        for nodeid, entries in record["compared"].items()
+    }
+    return done.stdout, compared
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, dict[str, str]]]:
+    plain, _ = _run(tmp_path_factory.mktemp("plain"), harnessed=False)
+    output, compared = _run(tmp_path_factory.mktemp("harnessed"), harnessed=True)
+    return plain, output, compared
+
+
+@pytest.mark.parametrize(
+    ("test", "place", "found"),
+    [
+        ("test_int", "8:0:__eq__", "e int"),
+        ("test_int", "8:1:__eq__", "e int"),
+        ("test_anything", "12:0:__eq__", "r Anything (Anything.__eq__)"),
+        ("test_reflected", "16:1:__eq__", "r ABCMeta (ABCMeta.__eq__)"),
+        ("test_borrowed", "20:0:__eq__", "r Fraction (Fraction.__eq__)"),
+        ("test_fraction", "24:0:__eq__", "e Fraction"),
+        ("test_point", "28:0:__eq__", "r Point (Point.__eq__)"),
+        ("test_bare", "32:0:__bool__/__len__", "r Yes (Yes.__bool__)"),
+        ("test_in", "36:1:__contains__/__eq__", "e list"),
+        ("test_generator", "40:0:__eq__", "r Anything (Anything.__eq__)"),
+        ("test_fails", "44:0:__eq__", "e NoneType"),
+        ("test_assert_equal", "49:0:__eq__", "r Anything (Anything.__eq__)"),
+    ],
+)
+def test_each_compared_value_is_traced_to_where_its_equality_is_defined(
+    runs: tuple[str, str, dict[str, dict[str, str]]], test: str, place: str, found: str
+) -> None:
+    _plain, _output, compared = runs
+    assert compared[test][place] == found
+
+
+def test_failure_messages_and_outcomes_are_pytests_own(runs: tuple[str, str, dict[str, dict[str, str]]]) -> None:
+    plain, output, _compared = runs
+    assert [line for line in output.splitlines() if line.startswith(("E ", ">"))] == [
+        line for line in plain.splitlines() if line.startswith(("E ", ">"))
+    ]
+    assert "assert None == 0" in output and "where None = value('none')" in output  # pytest's explanation
+    assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 10 passed"
