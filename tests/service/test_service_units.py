@@ -130,8 +130,10 @@ def test_a_bad_webhook_config_names_the_key(tmp_path: Path, text: str, message: 
 def test_the_deployments_carry_the_schedule_and_the_form(tmp_path: Path) -> None:
     file = tmp_path / "gradeflow.yaml"
     file.write_text("schedule: '0 4 * * 1'\ntimezone: Europe/Paris\nconcurrency: 3\n")
-    grade, evaluate, review = build_deployments(load_service_config(file), work_pool="p")
+    grade, evaluate, review, trials = build_deployments(load_service_config(file), work_pool="p")
     assert (grade.name, evaluate.name, review.name) == ("grade-submission", "evaluate-suite", "ask-reviewer")
+    assert (trials.name, trials.entrypoint) == ("agent-trials", "gradeflow.agents.service.run_trials_request")
+    assert trials.schedules == [] and "TrialsRequest" in str(trials._parameter_openapi_schema.model_dump())
     assert review.entrypoint == "gradeflow.service.review.review_grade" and review.schedules == []
     assert grade.entrypoint == "gradeflow.service.flows.grade_request"
     assert grade.schedules == [] and grade.work_pool_name == "p"

@@ -40,11 +40,13 @@ def run_service_command(args: argparse.Namespace) -> int:
         serve_deployments(config, limit=args.limit)
         return 0
     if args.command == "deploy":
+        from gradeflow.agents.service import TRIALS_DEPLOYMENT
         from gradeflow.service.deployments import EVALUATE_DEPLOYMENT, GRADE_DEPLOYMENT, deploy_to_pool
         from gradeflow.service.review import REVIEW_DEPLOYMENT
 
+        names = (GRADE_DEPLOYMENT, EVALUATE_DEPLOYMENT, REVIEW_DEPLOYMENT, TRIALS_DEPLOYMENT)
         ids = deploy_to_pool(config, args.pool)
-        for name, deployment_id in zip((GRADE_DEPLOYMENT, EVALUATE_DEPLOYMENT, REVIEW_DEPLOYMENT), ids, strict=True):
+        for name, deployment_id in zip(names, ids, strict=True):
             print(f"{name}\t{deployment_id}\tpool {args.pool}")
         print(f"start workers with: prefect worker start --pool {args.pool}")
         return 0

@@ -1,10 +1,12 @@
-"""``gradeflow serve`` and ``gradeflow deploy --pool NAME``: the three service deployments.
+"""``gradeflow serve`` and ``gradeflow deploy --pool NAME``: the service deployments.
 
 - ``grade-request/grade-submission``: grades one :class:`GradeRequest`; the webhook receiver starts its runs.
 - ``evaluate-request/evaluate-suite``: evaluates the configured suite on the configured cron schedule
   (default nightly, 02:00 UTC).
 - ``review-grade/ask-reviewer``: asks a person about one grade (:mod:`gradeflow.service.review`); a
   served grade that needs a review starts its runs.
+- ``run-trials-request/agent-trials``: runs an agent's trials into the ledger, as ``gradeflow run``
+  (:mod:`gradeflow.agents.service`).
 
 ``serve`` runs both in this process (``prefect.serve``); ``deploy`` registers them on a ``process``
 work pool (created when missing) for ``prefect worker start --pool NAME`` processes to pull. Both make
@@ -27,6 +29,7 @@ from prefect.exceptions import ObjectAlreadyExists
 from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
+from gradeflow.agents.service import trials_deployment
 from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
 from gradeflow.service.credentials import public_ledger
@@ -83,7 +86,7 @@ def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> li
         work_pool_name=work_pool,
         entrypoint_type=EntrypointType.MODULE_PATH,
     )
-    deployments = [grade, evaluate, review]
+    deployments = [grade, evaluate, review, trials_deployment(work_pool)]
     assert all(isinstance(d, RunnerDeployment) for d in deployments)
     built = cast(list[RunnerDeployment], deployments)
     if config.trust_local_code:  # a worker's run learns the config's trust from its job's environment
