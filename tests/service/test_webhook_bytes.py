@@ -1,11 +1,15 @@
 """Both webhooks take a patch whatever its bytes: a pull request diff in Latin-1 (``/hooks/github``) and a
-JSON ``\\ud800`` escape (``/hooks/grade``) start a run whose parameters travel as JSON (encoded strictly,
-as Prefect's client does) and whose worker gets the very bytes back."""
+Latin-1 patch as ``patch_base64`` (``/hooks/grade``) start a run whose parameters travel as JSON (encoded
+strictly, as Prefect's client does) and whose worker gets the very bytes back; a JSON ``\\ud800`` escape, which
+stands for no character and no byte, is refused on one line (422)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
+
+import pytest
 
 from service_procs import EXAMPLES
 from starlette.testclient import TestClient
@@ -56,15 +60,30 @@ def test_a_latin1_pull_request_is_accepted_and_its_bytes_reach_the_worker(tmp_pa
     assert (again.status_code, again.json()["duplicate"]) == (200, True)
 
 
-def test_a_lone_surrogate_escape_in_a_grade_payload_is_accepted(tmp_path: Path) -> None:
+def test_a_latin1_patch_sent_as_base64_reaches_the_worker_as_its_bytes(tmp_path: Path) -> None:
     starter = JsonStarter()
     client = _client(tmp_path, starter)
-    patch = LATIN1.decode("utf-8", errors="replace") + "+x\ud800\n"
-    raw = json.dumps(grade_body(patch=patch)).encode()
-    assert b"\\ud800" in raw
-    response = post(client, "/hooks/grade", raw)
+    body = grade_body(patch="")
+    body["patch_base64"] = base64.b64encode(LATIN1).decode()
+    del body["patch"]
+    response = post(client, "/hooks/grade", body)
     assert response.status_code == 202, response.json()
-    assert patch_bytes(starter.received[0].diff()).endswith(b"+x\xed\xa0\x80\n")
+    assert patch_bytes(starter.received[0].diff()) == LATIN1
+
+
+@pytest.mark.parametrize("escape", [r"\ud800", r"\udce9"])
+def test_a_lone_surrogate_escape_in_a_grade_payload_is_refused_on_one_line(tmp_path: Path, escape: str) -> None:
+    starter = JsonStarter()
+    client = _client(tmp_path, starter)
+    raw = json.dumps(grade_body(patch="+x\n")).encode().replace(b"+x", b"+x" + escape.encode())
+    response = post(client, "/hooks/grade", raw)
+    assert response.status_code == 422
+    assert response.json() == {
+        "error": "invalid",
+        "detail": f"patch: the escape {escape} at character 2 is a lone surrogate, no character; "
+        "send a diff whose bytes are not UTF-8 as patch_base64",
+    }
+    assert starter.received == []
 
 
 def test_a_utf8_patch_still_travels_as_text(tmp_path: Path) -> None:

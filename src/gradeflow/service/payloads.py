@@ -5,15 +5,21 @@ grade request needs, is refused with a :class:`PayloadError` (the receiver answe
 - arrays and objects nested deeper than :data:`MAX_DEPTH` → ``too-deep`` (a 200,000-deep body too:
   the parser's own recursion limit is caught, the depth is then checked on the parsed value);
 - a number of magnitude above 2⁶³ (``1e400``, a 5,000-digit integer) → ``out-of-range``.
+
+:func:`sent_patch` reads the patch of a ``/hooks/grade`` payload: ``patch`` (text) or ``patch_base64`` (any
+bytes); a ``patch`` holding a surrogate escape (``\\ud800``: no character, no byte) → ``invalid``.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
+import re
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "PayloadError", "parse_json"]
+__all__ = ["MAX_DEPTH", "PayloadError", "parse_json", "sent_patch"]
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (a GitHub ``pull_request`` event needs about 6)."""
@@ -70,3 +76,30 @@ def parse_json(body: bytes) -> Any:
     if _depth(value) > MAX_DEPTH:
         raise PayloadError("too-deep", f"the body nests deeper than {MAX_DEPTH} levels")
     return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sent_patch(payload: dict[str, Any]) -> str:
+    """The diff a payload sends, as text (bytes that are not UTF-8 as surrogate escapes, as a diff file is
+    read): exactly one of ``patch`` and ``patch_base64``; ``PayloadError("invalid", ...)`` otherwise."""
+    if ("patch" in payload) == ("patch_base64" in payload):
+        raise PayloadError("invalid", "give exactly one of patch (text) and patch_base64 (the diff's bytes)")
+    if "patch_base64" in payload:
+        try:
+            data = base64.b64decode(str(payload["patch_base64"]), validate=True)
+        except (binascii.Error, ValueError):
+            raise PayloadError("invalid", "patch_base64: not base64") from None
+        return data.decode("utf-8", errors="surrogateescape")
+    patch = payload["patch"]
+    if not isinstance(patch, str):
+        raise PayloadError("invalid", "patch: a string is required")
+    found = _SURROGATE.search(patch)
+    if found:
+        raise PayloadError(
+            "invalid",
+            f"patch: the escape \\u{ord(found.group()):04x} at character {found.start()} is a lone surrogate, "
+            "no character; send a diff whose bytes are not UTF-8 as patch_base64",
+        )
+    return patch

@@ -59,7 +59,7 @@ from gradeflow.service.deadline import header_deadline_protocol
 from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
 from gradeflow.service.params import GradeRequest, carried
-from gradeflow.service.payloads import PayloadError, parse_json
+from gradeflow.service.payloads import PayloadError, parse_json, sent_patch
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
 from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
@@ -247,16 +247,20 @@ def _grade_request(receiver: Receiver, task_id: Any, **fields: Any) -> GradeRequ
 
 
 async def grade_hook(request: Request) -> JSONResponse:
-    """``POST /hooks/grade``: ``{"task_id", "submission_id", "patch", "metadata"}``."""
+    """``POST /hooks/grade``: ``{"task_id", "submission_id", "patch" or "patch_base64", "metadata"}``."""
     receiver: Receiver = request.app.state.receiver
     payload = await _signed_json(receiver, request)
     if not isinstance(payload, dict):
         raise Rejection(422, "invalid", "the payload is a JSON object")
-    missing = [key for key in ("task_id", "submission_id", "patch") if key not in payload]
+    missing = [key for key in ("task_id", "submission_id") if key not in payload]
     if missing:
         raise Rejection(422, "invalid", f"missing field(s): {', '.join(missing)}")
-    known = {"submission_id", "patch", "metadata", "profile"}
-    fields = {key: value for key, value in payload.items() if key in known}
+    try:
+        patch = sent_patch(payload)
+    except PayloadError as exc:
+        raise Rejection(422, exc.error, str(exc)) from None
+    fields = {key: value for key, value in payload.items() if key in {"submission_id", "metadata", "profile"}}
+    fields["patch"] = patch
     return await _accept(receiver, _grade_request(receiver, payload["task_id"], **fields))
 
 
