@@ -2,8 +2,10 @@
 
 The isolated sandbox shows the agent the workspace, the system and interpreter folders, the folder
 the issue file is in and ``agent_dir`` (read-only), and nothing else of the host: never the task
-folder, the hidden tests, the reference, the task spec, gradeflow's home or the ledger. Docker copies
-the workspace into a container of the task's image. Variables are the sandbox's own plus the ones
+folder, the hidden tests, the reference, the task spec, gradeflow's home or the ledger. An agent given
+the network gets a network namespace of its own whose way out is slirp4netns, which never reaches the
+host's loopback (:mod:`gradeflow.sandbox._uplink`); without slirp4netns its sandbox cannot start. Docker
+copies the workspace into a container of the task's image. Variables are the sandbox's own plus the ones
 listed in :mod:`gradeflow.agents.config`; nothing of the caller's environment leaks in unless named.
 """
 
