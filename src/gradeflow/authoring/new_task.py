@@ -32,11 +32,13 @@ from gradeflow.authoring.patches import (
 )
 from gradeflow.authoring.run_progress import RunProgress
 from gradeflow.errors import BaselineBroken, SpecError
-from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
+from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session
 from gradeflow.flows.validate import ValidationReport, doctest_warnings, validate_task
 from gradeflow.models import TaskSpec, TaskType, TestsSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
+from gradeflow.tasks.baseline import Baseline, baseline_key, build_environment, ensure_pristine
+from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.flaky import RepeatedRuns, repeat_tests, run_listener
 from gradeflow.tasks.repo import BaseRef
 
@@ -177,6 +179,16 @@ def write_spec(path: Path, data: dict[str, object], header: str) -> None:
     path.write_text(comment + body, encoding="utf-8")
 
 
+def _ground(task_spec: TaskSpec, base: BaseRef, factory: SandboxFactory) -> Baseline:
+    """The pristine base and the task's environment (``setup`` run once) the repeated runs start from, without
+    a health-check run of their own: the runs are the check (a run without a usable report says why), and the
+    written spec's baseline, built once by the validation and its grades, is the task's."""
+    key = baseline_key(task_spec, base, describe_environment(task_spec, factory))
+    pristine = ensure_pristine(base, key)
+    environment = build_environment(task_spec, pristine, key, factory)
+    return Baseline(base=base, key=key, pristine=pristine, tests_record=b"", environment=environment)
+
+
 @flow(name="derive-task", flow_run_name="derive-{task_spec.task_id}", persist_result=False, validate_parameters=False)
 def derive_runs(
     task_spec: TaskSpec, reference: str, sandbox: SandboxFactory, repeat: int, base: BaseRef
@@ -184,8 +196,8 @@ def derive_runs(
     """The tests ``repeat`` times on the base and on the base with ``reference`` (hidden tests injected), the
     two sides at once (each in its own sandbox, so neither sees the other's files)."""
     factory = factory_for(task_spec, sandbox)
-    _, baseline = prepare_base(task_spec, factory, base)
-    sides = [repeat_tests.submit(task_spec, baseline, patch, factory, repeat) for patch in (None, reference)]
+    ground = _ground(task_spec, base, factory)
+    sides = [repeat_tests.submit(task_spec, ground, patch, factory, repeat) for patch in (None, reference)]
     return [side.result() for side in sides]
 
 
