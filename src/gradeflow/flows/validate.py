@@ -7,7 +7,8 @@ scored test whose outcome changes between repeated runs of the same workspace an
 
 from __future__ import annotations
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, Field
 
 from gradeflow.flows.session import factory_for, prepare_base
@@ -83,6 +84,20 @@ def _reference_problems(result: GradeResult) -> list[str]:
     return [f"the reference patch does not pass ({result.summary()}): {why}"]
 
 
+@task(name="validation-grade", cache_policy=NO_CACHE, task_run_name="grade-{submission.submission_id}")
+def validation_grade(
+    task_spec: TaskSpec,
+    submission: Submission,
+    factory: SandboxFactory,
+    profile: str | Profile | None,
+    base: BaseRef,
+) -> GradeResult:
+    """One submission graded through the ``grade-submission`` subflow (an inconclusive grade included)."""
+    from gradeflow.flows.grade import grade_submission
+
+    return _as_result(grade_submission(task_spec, submission, factory, profile, base))
+
+
 @flow(
     name="validate-task",
     flow_run_name="validate-{task_spec.task_id}",
@@ -98,8 +113,6 @@ def validate_task(
     base: BaseRef | None = None,
 ) -> ValidationReport:
     """Check the base, an empty submission, the reference patch and (``repeat`` > 1) flaky tests."""
-    from gradeflow.flows.grade import grade_submission
-
     factory = factory_for(task_spec, sandbox)
     base = base or pin_base(task_spec)
     _, baseline = prepare_base(task_spec, factory, base)
@@ -109,12 +122,15 @@ def validate_task(
         problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
         warnings=doctest_warnings(task_spec),
     )
-    empty = grade_submission(task_spec, Submission(submission_id="empty", patch=""), factory, profile, base)
-    report.empty = _as_result(empty)
+    # The empty submission and the reference are graded at once, each in its own sandbox.
+    submissions = [Submission(submission_id="empty", patch="")]
+    if reference is not None:
+        submissions.append(Submission.of_patch("reference", reference))
+    grades = [validation_grade.submit(task_spec, s, factory, profile, base) for s in submissions]
+    report.empty = grades[0].result()
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        graded = grade_submission(task_spec, Submission.of_patch("reference", reference), factory, profile, base)
-        report.reference = _as_result(graded)
+        report.reference = grades[1].result()
         report.problems += _reference_problems(report.reference)
     if repeat > 1:
         report.repeat = repeat
