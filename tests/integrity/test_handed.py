@@ -19,7 +19,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.tasks._testrun import run_test_command, start_harness
-from gradeflow.tasks.baseline import inject_hidden
+from gradeflow.tasks.baseline import base_test_run, inject_hidden
 
 CALC = "def divide(a, b):\n    return None if b == 0 else a / b\n"
 FIRST = "import calc\n\n\ndef test_first():\n    assert calc.divide(4, 2) == 2\n"
@@ -105,6 +105,17 @@ def test_hidden_tests_run_from_memory_in_both_import_modes(tmp_path: Path) -> No
         assert "assert None == 'hidden'" in evidence.output_tail  # pytest's assertion rewriting applied
         assert not evidence.harness.conftests and not evidence.harness.patched
         assert not list((tmp_path / mode).rglob("*.pyc"))
+
+
+def test_a_base_run_the_harness_cannot_join_gets_its_hidden_tests_on_disk(tmp_path: Path) -> None:
+    # The grader's own interpreter, from outside the sandbox's environment: nothing would serve them.
+    command = (
+        f"env -u PYTEST_ADDOPTS PYTHONPATH=src {sys.executable} -m pytest -q -p no:cacheprovider --junitxml={{junit}}"
+    )
+    task = _task(tmp_path, {"tests/unit/test_hidden.py": HIDDEN}, command)
+    evidence = base_test_run(task, _repo(tmp_path), LocalSandboxFactory(), None)
+    assert evidence.harness is None and evidence.harness_not_joined
+    assert _outcomes(evidence) == {"test_first": "passed", "test_later": "failed", "test_hidden": "failed"}
 
 
 FORGE = """
