@@ -1,6 +1,6 @@
 """``gradeflow serve`` on SIGTERM: with its Prefect server killed it stops at once with one line and exit 3
 (Prefect's own shutdown would retry the dead API for about a minute and end in a traceback); with the
-server there it pauses its schedules and exits 0."""
+server there it pauses its schedules and exits 0. A server that never answers: one line, exit 3."""
 
 from __future__ import annotations
 
@@ -90,3 +90,14 @@ def _answers(api_url: str) -> bool:
     except httpx.HTTPError:
         return False
     return True
+
+
+def test_a_server_that_never_answers_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    api_url = f"http://127.0.0.1:{free_port()}/api"  # nobody listens there
+    env = base_env(tmp_path, api_url)
+    env.update(GRADEFLOW_HOME=str(tmp_path / "gradeflow-home"))
+    done = subprocess.run(
+        [str(BIN / "gradeflow"), "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [f"gradeflow: error: the Prefect server at {api_url} did not answer within 60 s"]

@@ -36,7 +36,7 @@ from gradeflow.service.credentials import public_ledger
 from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
 from gradeflow.service.params import EvaluateRequest
 from gradeflow.service.review import review_grade
-from gradeflow.service.serving import serve_until_stopped
+from gradeflow.service.serving import await_server, serve_until_stopped
 from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 
 __all__ = [
@@ -52,6 +52,8 @@ GRADE_DEPLOYMENT = "grade-request/grade-submission"
 """Full name (``flow/deployment``) of the deployment that grades one request."""
 EVALUATE_DEPLOYMENT = "evaluate-request/evaluate-suite"
 """Full name of the scheduled suite evaluation."""
+SERVER_WAIT_SECONDS = 60.0
+"""How long ``serve`` and ``deploy`` wait for a Prefect server that is starting beside them."""
 
 
 def build_deployments(config: ServiceConfig, work_pool: str | None = None) -> list[RunnerDeployment]:
@@ -112,6 +114,7 @@ def ensure_sandbox_limit(slots: int) -> None:
 def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
     """Serve the deployments in this process until SIGTERM or Ctrl-C; ``limit`` bounds concurrent runs."""
     refuse_local_suite(config, "serve")
+    await_server(SERVER_WAIT_SECONDS)
     os.environ.update(trusted_environment(config.trust_local_code))
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)
@@ -129,6 +132,7 @@ def _ensure_process_pool(name: str) -> None:
 def deploy_to_pool(config: ServiceConfig, pool: str) -> list[str]:
     """Register both deployments on the ``process`` work pool ``pool``; returns their ids."""
     refuse_local_suite(config, "deploy")
+    await_server(SERVER_WAIT_SECONDS)
     _ensure_process_pool(pool)
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)

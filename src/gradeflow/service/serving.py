@@ -14,6 +14,7 @@ import base64
 import os
 import signal
 import sys
+import time
 from typing import Any
 
 import httpx
@@ -21,9 +22,10 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.runner import Runner
 from prefect.settings import PREFECT_API_AUTH_STRING, PREFECT_API_URL
 
+from gradeflow.errors import InfraError
 from gradeflow.text import for_terminal
 
-__all__ = ["EXIT_SERVER_GONE", "PROBE_SECONDS", "ServeRunner", "serve_until_stopped"]
+__all__ = ["EXIT_SERVER_GONE", "PROBE_SECONDS", "ServeRunner", "await_server", "serve_until_stopped"]
 
 EXIT_SERVER_GONE = 3
 """``serve``'s exit code when SIGTERM finds its Prefect server gone."""
@@ -40,6 +42,22 @@ def server_answers(api_url: str, timeout: float = PROBE_SECONDS) -> bool:
     except httpx.HTTPError:
         return False
     return True
+
+
+def await_server(seconds: float) -> None:
+    """Wait up to ``seconds`` for the Prefect server ``PREFECT_API_URL`` names to answer (it may be starting
+    beside this command, as in the README's start-up lines); ``InfraError`` (``prefect-unavailable``, exit 3,
+    one line naming the URL) when it does not. Prefect's client would end in a ``ConnectError`` traceback."""
+    url = str(PREFECT_API_URL.value() or "")
+    if not url:  # no server named: Prefect's own temporary one, started by the first call
+        return
+    deadline = time.monotonic() + seconds
+    while not server_answers(url):
+        if time.monotonic() > deadline:
+            raise InfraError(
+                f"the Prefect server at {url} did not answer within {seconds:g} s", reason_code="prefect-unavailable"
+            )
+        time.sleep(0.5)
 
 
 class ServeRunner(Runner):
