@@ -37,5 +37,5 @@ def test_the_steps_files_load_as_written(tmp_path: Path) -> None:
 def test_the_deployments_the_doc_names_are_the_ones_built() -> None:
     built = {d.name for d in build_deployments(load_service_config(None))}
     named = set(re.findall(r"^- `[a-z-]+/([a-z-]+)`", DOC, re.M))
-    assert named == built == {"grade-submission", "evaluate-suite", "ask-reviewer"}
-    assert "all three" in DOC and "registers both" not in DOC
+    assert named == built == {"grade-submission", "evaluate-suite", "ask-reviewer", "agent-trials"}
+    assert "all four" in DOC and "registers both" not in DOC
