@@ -6,8 +6,12 @@ with real pytest in the isolated (default) and the local sandbox, the reference 
 its test, nothing is inconclusive and the canaries are checked; so do a script that deletes the harness's
 variables from ``os.environ`` before ``pytest.main`` and one that hands ``pytest.main`` arguments and plugins
 of its own. The docker sandbox is checked on the shapes that empty, replace or bypass the variables (its image
-joins through a site file of its own). A pytest started from an interpreter outside the sandbox's environment
-(or with ``python -S``), with the variables removed, runs without the harness: the grade says so.
+joins through a site file of its own), and there a virtual environment made in the run with the image's site
+packages (what tox's ``sitepackages`` and nox's ``--system-site-packages`` make) joins too. A pytest started
+from an interpreter outside the sandbox's environment (``python -S``, or such a virtual environment over the
+grader's own Python in the isolated and local sandboxes), with the variables removed, runs without the
+harness: the grade says so. tox and nox themselves are not installed here (and without network they could
+not install pytest into a virtual environment of their own).
 """
 
 from __future__ import annotations
@@ -77,7 +81,12 @@ COMMANDS = {
     "script-deletes-addopts": "python delete_addopts.py {junit}",
     "main-own-args": "env -u PYTHONPATH python own_args.py {junit}",
 }
-DOCKER_COMMANDS = ["env-clear", "inline-addopts", "python-script", "script-deletes-addopts", "main-own-args"]
+# What tox (sitepackages = true) and nox (--system-site-packages) do: a virtual environment made in the run.
+VENV = (
+    'python -m venv --without-pip --system-site-packages "$TMPDIR/v" && '
+    f'env -u PYTEST_ADDOPTS PYTHONPATH=src "$TMPDIR/v/bin/python" -m pytest {OPTIONS} --junitxml={{junit}}'
+)
+DOCKER_COMMANDS = ["env-clear", "inline-addopts", "python-script", "script-deletes-addopts", "main-own-args", "venv"]
 """The image joins through its own site file: the shapes that empty or replace the variables, or bypass them."""
 SANDBOXES = ["isolated", "local"]
 F2P = "tests/test_calc.py::test_divide_by_zero"
@@ -115,11 +124,12 @@ def grade_with(tmp_path: Path, sandbox: str) -> Callable[[str, str], GradeResult
 def test_the_harness_joins_whatever_the_command_does_to_its_environment(
     name: str, grade_with: Callable[[str, str], GradeResult]
 ) -> None:
-    fixed = grade_with(COMMANDS[name], FIX)
+    command = VENV if name == "venv" else COMMANDS[name]
+    fixed = grade_with(command, FIX)
     assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.messages
     assert fixed.component("tests").details["canaries"] == "checked"
     assert not any("could not join" in m for m in fixed.messages)
-    missed = grade_with(COMMANDS[name], BUG)
+    missed = grade_with(command, BUG)
     assert (missed.status, missed.passed) == ("graded", False), missed.messages
     assert "fail-to-pass-failing" in missed.reason_codes and "junit-tampered" not in missed.reason_codes
     assert missed.component("tests").details["canaries"] == "checked"
@@ -135,11 +145,19 @@ OUTSIDE = {
 }
 
 
-@pytest.mark.parametrize("sandbox", [*SANDBOXES, pytest.param("docker", marks=pytest.mark.docker)])
+@pytest.mark.parametrize(
+    ("sandbox", "command"),
+    [
+        *((sandbox, OUTSIDE[sandbox]) for sandbox in SANDBOXES),
+        pytest.param("docker", OUTSIDE["docker"], marks=pytest.mark.docker),
+        # A virtual environment made in the run over the grader's Python, not the sandbox's environment.
+        *((sandbox, VENV) for sandbox in SANDBOXES),
+    ],
+)
 def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(
-    sandbox: str, grade_with: Callable[[str, str], GradeResult]
+    command: str, grade_with: Callable[[str, str], GradeResult]
 ) -> None:
-    fixed = grade_with(OUTSIDE[sandbox], FIX)
+    fixed = grade_with(command, FIX)
     assert (fixed.status, fixed.passed) == ("graded", True), fixed.messages
     tests = fixed.component("tests")
     assert tests.details["canaries"] == "unsupported"
