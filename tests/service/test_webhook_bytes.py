@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from service_procs import EXAMPLES
 from starlette.testclient import TestClient
 from test_webhook import SECRET, grade_body, post, pull_request
