@@ -126,6 +126,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
     ("README.md", "task.yaml + submission ──▶"): ("checked", README + "test_the_layout_names_the_package_folders"),
     ("docs/operations.md", " GitHub / your harness"): ("not code", "the service drawn"),
     ("docs/operations.md", "# 1. PostgreSQL behind Prefect"): ("checked", OPS + "test_the_steps_files_load_as_written"),
+    ("docs/operations.md", '{"crashed_after_s"'): (EXCEPTED, "bench/worker_kill.py's printed lines (two runs)"),
     ("docs/operations.md", "body=$(python -c"): ("run", SERVICE + "test_the_operations_delivery_runs_as_written"),
 }
 """(document, start of the fence's first line) -> (how: run, checked, not code, excepted; the test or why)."""
