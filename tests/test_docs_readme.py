@@ -36,6 +36,13 @@ def _sh(line: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", "-c", line], cwd=cwd, env=full, capture_output=True, text=True, timeout=1200)
 
 
+@pytest.fixture
+def as_a_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No server named, as for a user; whatever ``grade()`` sets (the local server's URL) is undone after."""
+    monkeypatch.setenv("PREFECT_API_URL", "")
+    monkeypatch.delenv("PREFECT_API_URL")
+
+
 def _commands(text: str, prefix: str = "gradeflow ") -> list[str]:
     """The fence's command lines (continuations joined), comments after them kept for bash to drop."""
     joined = text.replace("\\\n", " ")
@@ -74,6 +81,7 @@ def test_the_grade_examples_run_as_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("as_a_user")
 def test_the_python_api_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     block = fence("README.md", "from gradeflow import grade, load_task")
     folder = _calc_copy(tmp_path / "calc")
@@ -88,6 +96,7 @@ def test_the_python_api_example_runs_as_written(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("as_a_user")
 def test_the_custom_grader_loads_beside_the_task(tmp_path: Path) -> None:
     from gradeflow import grade, load_task
 
@@ -202,6 +211,7 @@ def test_oracle_and_nop_exit_as_shown(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("as_a_user")
 def test_the_repo_env_example_runs_as_written(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
