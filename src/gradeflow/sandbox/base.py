@@ -13,6 +13,7 @@ import abc
 import os
 import platform
 import shutil
+import stat
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -152,19 +153,75 @@ def replace_tree(root: Path, archive: Path) -> None:
         tar.extractall(root, filter="tar")
 
 
-def remove_tree(folder: Path) -> None:
-    """Remove ``folder``, also when a command took the write or search permission off its subfolders."""
+def remove_tree(folder: Path, *, ignore_errors: bool = False) -> None:
+    """Remove ``folder`` however a command shaped the tree under it; a missing ``folder`` is no error.
+
+    A command can nest folders thousands of levels deep (made relative to a folder's descriptor, so no
+    path is ever long) and take the write or search permission off them: a recursive removal
+    (``shutil.rmtree`` on Python 3.11) then ends in ``RecursionError`` inside the grader. Here every
+    subfolder met is first moved up to sit directly under ``folder`` (a rename within one file system),
+    so the work is a loop over short names with at most two descriptors open, whatever the depth.
+    ``ignore_errors``: an ``OSError`` (a busy mount, say) leaves what could not be removed, silently.
+    """
     try:
-        shutil.rmtree(folder)
+        _remove_flattened(folder)
     except FileNotFoundError:
         return
-    except PermissionError:
-        for current, dirs, _ in os.walk(folder):
-            for name in dirs:
-                path = Path(current) / name
-                if not path.is_symlink():
-                    path.chmod(0o700)
-        shutil.rmtree(folder)
+    except OSError:
+        if not ignore_errors:
+            raise
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _remove_flattened(folder: Path) -> None:
+    if folder.is_symlink():
+        raise OSError(f"{folder} is a link, not a folder: not removed")
+    os.chmod(folder, 0o700)
+    top = os.open(folder, _FOLDER_FLAGS)
+    try:
+        taken = set(os.listdir(top))
+        pending = [name for name in taken if _is_folder(name, top)]
+        _clear(top, top, taken, pending)
+        while pending:
+            name = pending.pop()
+            os.chmod(name, 0o700, dir_fd=top)
+            fd = os.open(name, _FOLDER_FLAGS, dir_fd=top)
+            try:
+                _clear(fd, top, taken, pending)
+            finally:
+                os.close(fd)
+            os.rmdir(name, dir_fd=top)
+    finally:
+        os.close(top)
+    os.rmdir(folder)
+
+
+def _is_folder(name: str, parent: int) -> bool:
+    return stat.S_ISDIR(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+
+
+def _clear(fd: int, top: int, taken: set[str], pending: list[str]) -> None:
+    """Unlink every non-folder in ``fd``; move its subfolders under ``top`` (``fd`` is not ``top``) and queue them."""
+    with os.scandir(fd) as entries:
+        found = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+    for name, is_folder in found:
+        if not is_folder:
+            os.unlink(name, dir_fd=fd)
+        elif fd != top:
+            moved = _free_name(taken)
+            os.rename(name, moved, src_dir_fd=fd, dst_dir_fd=top)
+            pending.append(moved)
+
+
+def _free_name(taken: set[str]) -> str:
+    number = len(taken)
+    while f".gradeflow-flat-{number}" in taken:
+        number += 1
+    name = f".gradeflow-flat-{number}"
+    taken.add(name)
+    return name
 
 
 class OutputTooLarge(ValueError):

@@ -17,7 +17,6 @@ candidate's step is the candidate's (``candidate-broke-sandbox``).
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from gradeflow.sandbox.base import (
     SandboxFactory,
     archive_roots,
     archive_tree,
+    remove_tree,
     replace_tree,
     restore_roots,
 )
@@ -93,7 +93,7 @@ class FakeSandbox(Sandbox):
 
     def install_harness(self, files: dict[str, bytes]) -> str:
         folder = self._scratch.with_name(self._scratch.name + "-harness")
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, ignore_errors=True)
         folder.mkdir()
         for name, data in files.items():
             (folder / name).write_bytes(data)
@@ -115,9 +115,9 @@ class FakeSandbox(Sandbox):
         replace_tree(Path(self.workspace), archive)
 
     def close(self) -> None:
-        shutil.rmtree(self._scratch, ignore_errors=True)
-        shutil.rmtree(self._scratch.with_name(self._scratch.name + "-harness"), ignore_errors=True)
-        shutil.rmtree(self._home, ignore_errors=True)
+        remove_tree(self._scratch, ignore_errors=True)
+        remove_tree(self._scratch.with_name(self._scratch.name + "-harness"), ignore_errors=True)
+        remove_tree(self._home, ignore_errors=True)
 
 
 @dataclass

@@ -129,7 +129,7 @@ class LocalSandbox(Sandbox):
 
     def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         # A report left by an earlier command (setup, say) must never pass for this command's report.
-        shutil.rmtree(self.output_dir, ignore_errors=True)
+        remove_tree(Path(self.output_dir), ignore_errors=True)
         Path(self.output_dir).mkdir()
         contain = self._containment()
         started = time.perf_counter()
@@ -196,7 +196,7 @@ class LocalSandbox(Sandbox):
 
     def install_harness(self, files: dict[str, bytes]) -> str:
         folder = self._scratch / "harness"
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, ignore_errors=True)
         folder.mkdir()
         for name, data in files.items():
             (folder / name).write_bytes(data)
@@ -232,9 +232,9 @@ class LocalSandbox(Sandbox):
         (self._scratch / "tmp").mkdir()
 
     def close(self) -> None:
-        shutil.rmtree(self._scratch, ignore_errors=True)
+        remove_tree(self._scratch, ignore_errors=True)
         if self._saved is not None:
-            shutil.rmtree(self._saved, ignore_errors=True)
+            remove_tree(self._saved, ignore_errors=True)
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> int | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import shutil
 import stat
 import tarfile
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from gradeflow.sandbox.base import Sandbox, member_path
+from gradeflow.sandbox.base import Sandbox, member_path, remove_tree
 
 __all__ = ["TaskEnvironment", "capture_environment", "import_environment", "lay_workspace", "tree_manifest"]
 
@@ -197,7 +196,7 @@ def lay_workspace(environment: TaskEnvironment, tree: Path, pristine: Path) -> N
                 target.mkdir(parents=True, exist_ok=True)
                 continue
             if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
+                remove_tree(target)
             elif target.exists() or target.is_symlink():
                 target.unlink()
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -17,6 +17,7 @@ from unidiff.errors import UnidiffParseError
 
 from gradeflow.errors import PatchDoesNotApply, PathEscape
 from gradeflow.models import ChangedFile
+from gradeflow.sandbox.base import remove_tree
 from gradeflow.tasks._git import git
 from gradeflow.tasks.repo import copy_tree, skipped_by_copy
 
@@ -84,7 +85,7 @@ def stage_checkout(workspace: Path, checkout: Path) -> None:
     tracked = git(workspace, "ls-files", "-z").stdout.decode("utf-8", errors="surrogateescape").split("\0")
     for entry in workspace.iterdir():
         if entry.name != ".git":
-            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+            remove_tree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     copy_tree(checkout, workspace)
     for path in tracked:
         source = checkout / path

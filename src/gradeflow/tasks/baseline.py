@@ -31,7 +31,7 @@ from gradeflow.integrity.handed import Prior, prior_state
 from gradeflow.integrity.harness import Harness
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
-from gradeflow.sandbox.base import Sandbox, SandboxFactory
+from gradeflow.sandbox.base import Sandbox, SandboxFactory, remove_tree
 from gradeflow.tasks._environment import (
     TaskEnvironment,
     capture_environment,
@@ -134,9 +134,9 @@ def ensure_pristine(base: BaseRef, key: str) -> Path:
         staging = Path(tempfile.mkdtemp(prefix="staging-", dir=cache_dir()))
         materialize(base, staging / "repo")
         folder.parent.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_tree(folder, ignore_errors=True)
         (staging / "repo").rename(folder)
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging, ignore_errors=True)
     return folder
 
 
@@ -201,7 +201,7 @@ def changed_state(baseline: Baseline) -> list[str]:
 
 def discard_state(key: str) -> None:
     """Remove the pristine base and environment of baseline ``key`` (found changed: rebuilt from scratch)."""
-    shutil.rmtree(cache_dir() / "baselines" / key, ignore_errors=True)
+    remove_tree(cache_dir() / "baselines" / key, ignore_errors=True)
 
 
 def base_test_run(
@@ -220,7 +220,7 @@ def base_test_run(
             evidence = _without_harness(task_spec, workspace, pristine, sandboxes, environment, harness, evidence)
         return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
     finally:
-        shutil.rmtree(workspace.parent, ignore_errors=True)
+        remove_tree(workspace.parent, ignore_errors=True)
 
 
 def _without_harness(
@@ -279,8 +279,8 @@ def build_environment(
             staging.rename(folder)
         return TaskEnvironment.load(folder)
     finally:
-        shutil.rmtree(workspace.parent, ignore_errors=True)
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(workspace.parent, ignore_errors=True)
+        remove_tree(staging, ignore_errors=True)
 
 
 def task_environment(task_spec: TaskSpec, baseline: Baseline, sandboxes: SandboxFactory) -> TaskEnvironment | None:
@@ -350,7 +350,7 @@ def _apply_hidden_patch(tree: Path, patch: str, touched: list[str]) -> None:
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.is_dir():
-            shutil.rmtree(target)
+            remove_tree(target)
     on_base = [p for p in listed.split("\0") if p]
     if on_base:
         git(tree, "checkout", "-q", "HEAD", "--", *on_base)

@@ -8,7 +8,6 @@ outcome in every run of one workspace (absent from a run counts as ``missing``).
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from contextvars import ContextVar
 from typing import Literal, Protocol
@@ -20,7 +19,7 @@ from pydantic import BaseModel, Field
 from gradeflow.errors import InfraError, SubmissionError
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import Outcome, TestCaseResult
-from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.tasks._junit import outcomes_for
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
@@ -143,5 +142,5 @@ def repeat_tests(
                 else:
                     _record(repeated, evidence.cases)
     finally:
-        shutil.rmtree(workspace.parent, ignore_errors=True)
+        remove_tree(workspace.parent, ignore_errors=True)
     return repeated

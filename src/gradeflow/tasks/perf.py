@@ -24,7 +24,6 @@ import json
 import math
 import secrets
 import shlex
-import shutil
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -40,7 +39,7 @@ from gradeflow.integrity.sealing import _command_files
 from gradeflow.models import ChangedFile, GradeComponent, PerfSpec, TaskSpec
 from gradeflow.models.evidence import PerfEvidence
 from gradeflow.models.globs import matches_any
-from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory, member_path
+from gradeflow.sandbox.base import MAX_OUTPUT_BYTES, CommandResult, Sandbox, SandboxFactory, member_path, remove_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks.baseline import Baseline, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
@@ -117,8 +116,8 @@ def run_perf(
         ):
             evidence = _interleave(task_spec, base_box, cand_box, _Sides(base_copy.parent, sealed))
     finally:
-        shutil.rmtree(base_copy.parent, ignore_errors=True)
-        shutil.rmtree(cand_copy.parent, ignore_errors=True)
+        remove_tree(base_copy.parent, ignore_errors=True)
+        remove_tree(cand_copy.parent, ignore_errors=True)
     evidence.modified = sorted({*modified, *evidence.modified})
     return PerfGrader().grade(GradingContext(task=task_spec, workspace=snapshot.view(), perf=evidence))
 

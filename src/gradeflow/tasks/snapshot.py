@@ -8,8 +8,6 @@ of the copy then, as every ignored file is).
 
 from __future__ import annotations
 
-import contextlib
-import shutil
 from pathlib import Path
 
 from prefect import task
@@ -105,6 +103,4 @@ def _refuse_unsupported(found: dict[str, str]) -> None:
 def discard(workspace: Path | None) -> None:
     """Remove a private workspace (and the temporary folder around it), whatever modes a command left; never raises."""
     if workspace is not None:
-        with contextlib.suppress(OSError):
-            remove_tree(workspace.parent)
-        shutil.rmtree(workspace.parent, ignore_errors=True)
+        remove_tree(workspace.parent, ignore_errors=True)

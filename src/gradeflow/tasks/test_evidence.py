@@ -32,7 +32,7 @@ from gradeflow.integrity.sealing import seal_infrastructure
 from gradeflow.models import ChangedFile, GradeComponent, TaskSpec
 from gradeflow.models.evidence import PatchTestsEvidence, TestRunEvidence
 from gradeflow.models.globs import matches_any
-from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.tasks._functions import selected_test_ids, touched_lines
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sources import file_functions
@@ -103,7 +103,7 @@ def _candidate_run(
         seal_infrastructure(task_spec, snapshot.changes, tree, baseline.pristine)
         return _run(task_spec, tree, sandboxes, run, baseline)
     finally:
-        shutil.rmtree(tree.parent, ignore_errors=True)
+        remove_tree(tree.parent, ignore_errors=True)
 
 
 def _base_run(
@@ -120,7 +120,7 @@ def _base_run(
                 shutil.copy2(source, target)
         return _run(task_spec, copy, sandboxes, run, baseline)
     finally:
-        shutil.rmtree(copy.parent, ignore_errors=True)
+        remove_tree(copy.parent, ignore_errors=True)
 
 
 @task(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from prefect import task
@@ -17,7 +16,7 @@ from gradeflow.graders.withheld import withhold_hidden_details
 from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
-from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
@@ -52,7 +51,7 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
         sealed = seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
         evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
     finally:
-        shutil.rmtree(tree.parent, ignore_errors=True)
+        remove_tree(tree.parent, ignore_errors=True)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = withhold_hidden_details(task_spec, TestGrader().grade(context))
     component.details["sealed"] = sealed
