@@ -14,8 +14,10 @@ Prints the mean and minimum of each, the difference per grade and the ratio (tar
 
 Then, at 1,000 tests (ten modules of 100, each test calling a small library that builds dataclasses and
 opens files, so the audit hook sees its ordinary traffic), pytest alone against pytest with gradeflow's
-plugin (its test-module namespace checks included) without its audit hook and with it, side by side
-(target: the plugin with both ≤ 0.2 s over the raw run).
+plugin (its test-module namespace checks included) without its audit hook, with it, and with it and the
+channel a grade hands it on standard input (the run's signing key alone, then with the test modules it
+serves from memory instead of reading them from disk), side by side (target: the plugin as a grade runs
+it ≤ 0.2 s over the raw run).
 
     python bench/sealing.py [N]
 """
@@ -142,10 +144,10 @@ def _thousand_tests(root: Path) -> None:
     )
 
 
-def _plugin(root: Path, out: Path, audit: bool) -> str:
-    """The harness plugin's source for a run over ``root`` (its audit hook on or off)."""
+def _plugin(root: Path, out: Path, audit: bool, channel: bool = False) -> str:
+    """The harness plugin's source for a run over ``root`` (its audit hook on or off, reading the channel or not)."""
     config = {
-        "nonce": "0bench00",
+        "nonce": "0bec0000",
         "record": str(out / "record.json"),
         "calls": str(out / "calls.log"),
         "canary_file": str(root / "tests" / "test_canary.py"),
@@ -153,6 +155,7 @@ def _plugin(root: Path, out: Path, audit: bool) -> str:
         "must_fail": "test_no_1",
         "select": None,
         "workspace": str(root) if audit else None,
+        "channel": channel,
     }
     template = (Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt").read_text()
     return template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
@@ -165,28 +168,43 @@ def audit_cost(n: int) -> None:
     try:
         _thousand_tests(root)
         out.mkdir()
-        harness = Harness(nonce="0bench00", canary_file="tests/test_canary.py", must_pass="test_ok_1", must_fail="")
-        for name, audit in (("plain", False), ("audited", True)):
+        sources = {path.relative_to(root).as_posix(): path.read_text() for path in (root / "tests").glob("*.py")}
+        harness = Harness(
+            nonce="0bec0000",
+            canary_file="tests/test_canary.py",
+            must_pass="test_ok_1",
+            must_fail="test_no_1",
+            sources=sources,
+            key="5e" * 32,  # the record and each call signed, as in a grade
+        )
+        for name, audit, channel in (("plain", False, False), ("audited", True, False), ("handed", True, True)):
             (out / name).mkdir()
-            (out / name / f"{harness.module}.py").write_text(_plugin(root, out, audit))
+            (out / name / f"{harness.module}.py").write_text(_plugin(root, out, audit, channel))
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
         env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
         runs = {
             "raw": (base, env),
             "plugin, no audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'plain'}:src"}),
             "plugin + audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'audited'}:src"}),
+            "+ key": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"}),
+            "+ key, served": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"}),
         }
+        stdin = {"+ key": json.dumps({"key": harness.key}).encode(), "+ key, served": harness.channel(str(root))}
         samples: dict[str, list[float]] = {label: [] for label in runs}
         for _ in range(n + 1):
             for label, (argv, variables) in runs.items():
                 started = time.perf_counter()
-                subprocess.run(argv, cwd=root, env=variables, capture_output=True, check=False)
+                subprocess.run(argv, cwd=root, env=variables, input=stdin.get(label), capture_output=True, check=False)
                 samples[label].append(time.perf_counter() - started)
         means = {label: statistics.mean(values[1:]) for label, values in samples.items()}
         print("1,000 tests: " + "  ".join(f"{label} {mean:.3f} s" for label, mean in means.items()))
         hook = means["plugin + audit"] - means["plugin, no audit"]
-        over = means["plugin + audit"] - means["raw"]
-        print(f"audit hook: {hook:+.3f} s; plugin with audit and namespace checks over raw: {over:+.3f} s")
+        key, served = means["+ key"] - means["plugin + audit"], means["+ key, served"] - means["+ key"]
+        over = means["+ key, served"] - means["raw"]
+        print(f"audit hook: {hook:+.3f} s; signing key: {key:+.3f} s; test modules served from memory: {served:+.3f} s")
+        print(
+            f"the plugin as a grade runs it (audit, namespace checks, signing, served modules) over raw: {over:+.3f} s"
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
