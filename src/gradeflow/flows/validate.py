@@ -7,15 +7,19 @@ scored test whose outcome changes between repeated runs of the same workspace an
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.futures import PrefectFuture
 from pydantic import BaseModel, Field
 
 from gradeflow.flows.session import factory_for, prepare_base
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.models.testids import is_doctest_id
 from gradeflow.profiles import Profile
-from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.base import Sandbox, SandboxDescription, SandboxFactory
 from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
@@ -122,15 +126,11 @@ def validate_task(
         problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
         warnings=doctest_warnings(task_spec),
     )
-    # The empty submission and the reference are graded at once, each in its own sandbox.
-    submissions = [Submission(submission_id="empty", patch="")]
-    if reference is not None:
-        submissions.append(Submission.of_patch("reference", reference))
-    grades = [validation_grade.submit(task_spec, s, factory, profile, base) for s in submissions]
-    report.empty = grades[0].result()
+    grades = _grade_at_once(task_spec, reference, factory, profile, base)
+    report.empty = grades[-1].result()
     report.problems += _empty_problems(report.empty)
     if reference is not None:
-        report.reference = grades[1].result()
+        report.reference = grades[0].result()
         report.problems += _reference_problems(report.reference)
     if repeat > 1:
         report.repeat = repeat
@@ -139,6 +139,50 @@ def validate_task(
         report.flaky = [f for r in runs for f in flaky_tests(task_spec, r)]
         report.problems += [f"{r.side} run {e}" for r in runs for e in r.errors] + _flaky_problems(report.flaky)
     return report
+
+
+class _Opening(SandboxFactory):
+    """``factory``, telling when its first sandbox opens: the grade using it is past the steps before its test
+    run (the grade's Prefect task runs written one after another to the server)."""
+
+    def __init__(self, factory: SandboxFactory) -> None:
+        self.factory = factory
+        self.opened = threading.Event()
+        self.__dict__["kind"] = factory.kind  # the grade's log names the sandbox it runs in
+
+    def open(self, host_workspace: Path) -> Sandbox:
+        self.opened.set()
+        return self.factory.open(host_workspace)
+
+    def describe(self) -> SandboxDescription:
+        return self.factory.describe()
+
+    def check_limits(self, where: str) -> None:
+        self.factory.check_limits(where)
+
+    def probe(self) -> None:
+        self.factory.probe()
+
+
+def _grade_at_once(
+    task_spec: TaskSpec,
+    reference: str | None,
+    factory: SandboxFactory,
+    profile: str | Profile | None,
+    base: BaseRef,
+) -> list[PrefectFuture[GradeResult]]:
+    """The reference's grade (when given) and the empty submission's, each in its own sandbox, at once; the
+    empty one starts when the reference's test run does. Two grades writing their task runs together
+    collide in a SQLite-backed Prefect server (``SQLITE_BUSY``, answered 503), and its client retries the
+    loser 2 s later, then 4 s: longer than the empty grade's steps take."""
+    empty = Submission(submission_id="empty", patch="")
+    if reference is None:
+        return [validation_grade.submit(task_spec, empty, factory, profile, base)]
+    opening = _Opening(factory)
+    first = validation_grade.submit(task_spec, Submission.of_patch("reference", reference), opening, profile, base)
+    first.add_done_callback(lambda _: opening.opened.set())  # a grade that never reaches its test run
+    opening.opened.wait()
+    return [first, validation_grade.submit(task_spec, empty, factory, profile, base)]
 
 
 def _flaky_problems(flaky: list[FlakyTest]) -> list[str]:
