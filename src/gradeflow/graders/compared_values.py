@@ -3,8 +3,10 @@
 A return value whose ``__eq__`` is always true makes ``assert result == expected`` pass without fixing
 anything. The harness notes, for each comparison of a test's assertions, whether the methods deciding it
 (``__eq__``, ``__ne__``, ``__contains__``, ordering, a bare assert's ``__bool__``) are defined by a class of
-the repository (``r``) or elsewhere (``e``: builtins, the standard library, installed packages). A
-comparison is suspect when the candidate's run compared a value equal by the repository's rule where a
+the repository (``r``) or elsewhere (``e``: builtins, the standard library, installed packages); a value
+from elsewhere that equals a private object of the harness's own (``unittest.mock.ANY``) is equal to
+anything (``a``) and counts as ``r`` does. A comparison is suspect
+when the candidate's run compared a value equal by the repository's rule, or equal to anything, where a
 trusted run of the same test compared only values equal by rules from elsewhere.
 
 | trusted run's comparison      | candidate's comparison                 | finding |
@@ -66,13 +68,17 @@ def _comparisons(entries: dict[str, str]) -> dict[str, list[str]]:
     return grouped
 
 
+_OWN_RULE = ("r ", "a ")
+"""Fingerprints of a value equal by the repository's rule (``r``) or equal to anything (``a``)."""
+
+
 def _suspect(operands: list[str], witness: list[str]) -> bool:
-    return any(o.startswith("r ") for o in operands) and not any(w.startswith("r ") for w in witness)
+    return any(o.startswith(_OWN_RULE) for o in operands) and not any(w.startswith(_OWN_RULE) for w in witness)
 
 
 def _line(place: str, operands: list[str], witness: list[str]) -> str:
     where, _, methods = place.rpartition(":")
-    ours = ", ".join(sorted({o[2:] for o in operands if o.startswith("r ")}))
+    ours = ", ".join(sorted({o[2:] for o in operands if o.startswith(_OWN_RULE)}))
     theirs = ", ".join(sorted({w[2:] for w in witness}))
     return (
         f"{where} compares a value whose {methods} the repository defines ({ours}) where the trusted run "

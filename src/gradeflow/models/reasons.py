@@ -41,8 +41,8 @@ _TESTS = {
     "test-timeout": "the test command ran past its timeout",
     "oom-killed": "the candidate's run was killed for using too much memory",
     "disk-limit-exceeded": "the candidate's run filled the sandbox's writable space",
-    "equality-from-repository": "a test passed on a value equal by a rule the repository defines (its __eq__) where "
-    "the trusted run compared values equal by rules from elsewhere: a person decides",
+    "equality-from-repository": "a test passed on a value equal by a rule the repository defines (its __eq__), or "
+    "equal to anything, where the trusted run compared values equal by rules from elsewhere: a person decides",
 }
 _INTEGRITY = {
     "junit-tampered": "the report disagrees with the grader's own record of the run (a forged outcome)",
