@@ -25,12 +25,14 @@ from pydantic import BaseModel, Field
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
 from gradeflow.agents.trial import bring_back
-from gradeflow.errors import InfraError, SpecError
+from gradeflow.errors import InfraError, SpecError, prefect_server_errors
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.graders.withheld import withhold_hidden_timings
+from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import CommandResult, Sandbox, remove_tree
+from gradeflow.service.local_server import use_local_server
 from gradeflow.spec import load_task
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
@@ -115,11 +117,18 @@ class RepoEnv:
         agent_dir: str | None = None,
         network: bool | None = None,
     ) -> None:
-        """Check the task and sandbox now (``SpecError``); ``reward``: ``score`` or a dimension of the profile."""
+        """Check the task and sandbox now (``SpecError``); ``reward``: ``score`` or a dimension of the profile.
+
+        Grades run, as ``gradeflow.grade()``'s do, on the server ``PREFECT_API_URL`` names, else on gradeflow's
+        local server (started once, reused), with Prefect's console output kept to warnings.
+        """
         self.task = task if isinstance(task, TaskSpec) else load_task(task)
         self._session = open_session(self.task, sandbox, profile)
         if reward != "score" and reward not in self._session.profile.dimensions:
             raise SpecError(f"reward: {reward!r} is neither 'score' nor a dimension of profile {profile!r}")
+        quiet_prefect()
+        with prefect_server_errors():
+            use_local_server()
         net = self.task.agent.network if network is None else network
         self._factory = agent_factory(self.task, sandbox, network=net, agent_dir=agent_dir)
         self.reward_name, self.keep_workspace = reward, keep_workspace
@@ -199,7 +208,12 @@ class RepoEnv:
 
     def _reward(self, result: GradeResult) -> float:
         value = result.score if self.reward_name == "score" else result.dimensions.get(self.reward_name)
-        return float(value or 0.0)
+        if value is None:
+            raise SpecError(
+                f"reward: {self.reward_name!r} was not measured for task {result.task_id} (none of its graders "
+                "ran for this grade): no reward; name 'score' or a dimension the task measures"
+            )
+        return float(value)
 
     def close(self) -> None:
         """End the sandbox; remove the workspace unless ``keep_workspace``. Idempotent."""

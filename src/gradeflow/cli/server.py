@@ -9,15 +9,15 @@ reused by every later call (:mod:`gradeflow.service.local_server`).
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from typing import TYPE_CHECKING
 
 from gradeflow.errors import SpecError
+from gradeflow.service.local_server import explicit_api_url, use_local_server
 
 if TYPE_CHECKING:
-    from gradeflow.service.local_server import LocalServer
+    pass
 
 __all__ = ["SERVER_COMMANDS", "add_server_commands", "choose_server", "run_server_command", "use_local_server"]
 
@@ -47,19 +47,13 @@ def run_server_command(args: argparse.Namespace) -> int:
     return 0 if running else 1
 
 
-def _explicit_api_url() -> str | None:
-    from prefect.settings import PREFECT_API_URL
-
-    return os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
-
-
 def choose_server(ephemeral: bool, dask_address: str | None = None) -> None:
     """Point this process at the Prefect server a one-shot command should use (see the module docstring)."""
-    if dask_address and not _explicit_api_url():
+    if dask_address and not explicit_api_url():
         raise SpecError(
             "--dask-address: the Dask workers need a Prefect server they can reach; set PREFECT_API_URL to it"
         )
-    if ephemeral or _explicit_api_url():
+    if ephemeral or explicit_api_url():
         # Whatever the command starts only for itself must stop with it, on SIGTERM as on Ctrl-C.
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return
@@ -70,18 +64,6 @@ def choose_server(ephemeral: bool, dask_address: str | None = None) -> None:
             "(`gradeflow server stop` ends it)",
             file=sys.stderr,
         )
-
-
-def use_local_server() -> LocalServer | None:
-    """Unless ``PREFECT_API_URL`` names a server, point this process at gradeflow's local one (started once
-    in the background, reused by every later call); the server used, ``None`` for an explicit URL."""
-    if _explicit_api_url():
-        return None
-    from gradeflow.service.local_server import ensure_server
-
-    server = ensure_server()
-    os.environ["PREFECT_API_URL"] = server.url
-    return server
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

@@ -98,6 +98,23 @@ def server_status() -> LocalServer | None:
     return None
 
 
+def explicit_api_url() -> str | None:
+    """The Prefect server this process was pointed at (``PREFECT_API_URL``, from the environment or a profile)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return os.environ.get("PREFECT_API_URL") or PREFECT_API_URL.value()
+
+
+def use_local_server() -> LocalServer | None:
+    """Unless ``PREFECT_API_URL`` names a server, point this process at gradeflow's local one (started once
+    in the background, reused by every later call); the server used, ``None`` for an explicit URL."""
+    if explicit_api_url():
+        return None
+    server = ensure_server()
+    os.environ["PREFECT_API_URL"] = server.url
+    return server
+
+
 def ensure_server() -> LocalServer:
     """The running local server, started now if there is none (``InfraError`` when it does not come up)."""
     home = server_home()
