@@ -13,6 +13,7 @@ import hmac
 import os
 import secrets
 import stat
+import threading
 from pathlib import Path
 
 from gradeflow.config import cache_dir
@@ -24,16 +25,23 @@ _keys: dict[Path, bytes] = {}
 
 
 def _key() -> bytes:
+    """This home's key, made once: written whole to a file of its own, then linked into place (``link`` fails
+    when a key is already there), so no reader, in this process or another, ever sees a key half written."""
     home = cache_dir()
     if home not in _keys:
         path = home / _KEY_FILE
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
+        if not path.exists():
+            home.mkdir(parents=True, exist_ok=True)
+            draft = home / f"{_KEY_FILE}.{os.getpid()}.{threading.get_ident()}"
+            fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(secrets.token_bytes(32))
+            try:
+                os.link(draft, path)
+            except FileExistsError:
+                pass
+            finally:
+                draft.unlink()
         _keys[home] = path.read_bytes()
     return _keys[home]
 
