@@ -123,8 +123,11 @@ def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFin
 
 
 def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
+    # Prefect's result storage may be shared by several gradeflow homes; a baseline cached by another home
+    # names that home's pristine folder and carries digests under that home's key, so each home has its own.
     del context
-    return "baseline-" + baseline_key(parameters["task_spec"], parameters["base"], parameters["fingerprint"])
+    home = hashlib.sha256(str(cache_dir().resolve()).encode()).hexdigest()[:12]
+    return f"baseline-{home}-" + baseline_key(parameters["task_spec"], parameters["base"], parameters["fingerprint"])
 
 
 def ensure_pristine(base: BaseRef, key: str) -> Path:
