@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.tamper import TamperGrader
-from gradeflow.integrity.tamper_scan import scan_patch
+from gradeflow.integrity.tamper_scan import SCAN_BUDGET_SECONDS, scan_patch
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TamperEvidence
 from gradeflow.tasks._functions import touched_lines
@@ -27,12 +27,10 @@ def check_tamper(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) ->
 
 
 def scan_snapshot(
-    task_spec: TaskSpec, snapshot: Snapshot, pristine: Path, budget: float | None = None
+    task_spec: TaskSpec, snapshot: Snapshot, pristine: Path, budget: float = SCAN_BUDGET_SECONDS
 ) -> TamperEvidence:
     """The findings the snapshot's patch adds to its changed non-test files."""
     if snapshot.workspace is None:
         raise ValueError("a refused submission has no workspace to scan")
     added_at = {path: lines.added for path, lines in touched_lines(snapshot.patch).items()}
-    if budget is None:
-        return scan_patch(task_spec, snapshot.workspace, snapshot.changes, added_at, pristine)
     return scan_patch(task_spec, snapshot.workspace, snapshot.changes, added_at, pristine, budget)
