@@ -102,15 +102,21 @@ class Case(unittest.TestCase):
 """
 
 
-def _run(tmp_path: Path, harnessed: bool) -> tuple[str, dict[str, dict[str, str]]]:
-    root = tmp_path / ("harnessed" if harnessed else "plain")
-    (root / "src").mkdir(parents=True)
-    (root / "tests").mkdir()
-    (root / "src" / "lib.py").write_text(LIBRARY)
-    (root / "tests" / "test_values.py").write_text(TESTS)
+def _run(
+    tmp_path: Path, harnessed: bool, root: Path | None = None, bytecode: bool = False
+) -> tuple[str, dict[str, dict[str, str]]]:
+    if root is None:
+        root = tmp_path / ("harnessed" if harnessed else "plain")
+        (root / "src").mkdir(parents=True)
+        (root / "tests").mkdir()
+        (root / "src" / "lib.py").write_text(LIBRARY)
+        (root / "tests" / "test_values.py").write_text(TESTS)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
-    env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, "PYTHONPATH": "src"}
     env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     if harnessed:
         config: dict[str, object] = {
             "nonce": "0c0ffee0",
@@ -176,3 +182,29 @@ def test_failure_messages_and_outcomes_are_pytests_own(runs: tuple[str, str, dic
     ]
     assert "assert None == 0" in output and "where None = value('none')" in output  # pytest's explanation
     assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 10 passed"
+
+
+def _rewrite_cache(root: Path) -> list[str]:
+    return sorted(path.name for path in root.rglob("*-pytest-*.pyc"))
+
+
+def test_probed_code_never_reaches_pytests_rewrite_cache(tmp_path: Path) -> None:
+    # A harnessed run with bytecode writing on leaves no rewritten module behind: a later plain pytest (here, or
+    # of an installed package's pytest plugin in a shared environment) would otherwise run code that calls a
+    # probe only the harness defines, and fail with an AttributeError.
+    output, compared = _run(tmp_path / "first", harnessed=True, bytecode=True)
+    root = tmp_path / "first" / "harnessed"
+    assert compared["test_anything"]["12:0:__eq__"] == "r Anything (Anything.__eq__)"
+    assert _rewrite_cache(root) == []
+    plain, _ = _run(tmp_path / "first", harnessed=False, root=root, bytecode=True)
+    assert plain.splitlines()[-1].split(" in ")[0] == "1 failed, 10 passed", plain
+
+
+def test_a_rewrite_cache_made_by_a_plain_run_is_not_read(tmp_path: Path) -> None:
+    # The other way round: a plain run caches its rewritten test module; the harness compiles from source (a
+    # cached module, or one planted by the candidate, would run unprobed).
+    plain, _ = _run(tmp_path / "first", harnessed=False, bytecode=True)
+    root = tmp_path / "first" / "plain"
+    assert _rewrite_cache(root), plain
+    _output, compared = _run(tmp_path / "first", harnessed=True, root=root, bytecode=True)
+    assert compared["test_anything"]["12:0:__eq__"] == "r Anything (Anything.__eq__)"
