@@ -11,6 +11,7 @@ import pytest
 from agents.conftest import CALC
 from gradeflow.agents import InconclusiveGrade, Read, RepoEnv, Run, Submit, Write
 from gradeflow.cli.main import main
+from gradeflow.errors import SpecError
 from gradeflow.sandbox.base import remove_tree
 
 FIX = "sed -i 's/return None/raise ZeroDivisionError(\"division by zero is undefined\")/' src/calc.py"
@@ -80,3 +81,25 @@ def test_a_workspace_that_cannot_be_graded_has_no_reward(tmp_path: Path) -> None
     result = raised.value.result
     assert (result.status, result.score, result.reason_codes) == ("inconclusive", None, ["setup-failed"])
     assert raised.value.reason_code == "setup-failed" and raised.value.exit_code == 3
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_reward_dimension_the_grade_did_not_measure_is_an_error_not_zero(tmp_path: Path) -> None:
+    """The profile declares ``speed`` (missing: skip), calc has no benchmark: ``Submit`` raises, never 0.0."""
+    profile = tmp_path / "speedy.yaml"
+    profile.write_text(
+        "name: speedy\n"
+        "dimensions:\n"
+        "  behavior: {weight: 1.0, missing: skip, must_pass: true}\n"
+        "  speed: {weight: 0.5, missing: skip}\n"
+    )
+    with RepoEnv(CALC, profile=str(profile), reward="speed") as env:
+        env.reset()
+        env.step(Run(FIX))
+        with pytest.raises(SpecError, match=r"reward: 'speed' was not measured for task calc-divzero"):
+            env.step(Submit())
+    with RepoEnv(CALC, profile=str(profile), reward="behavior") as env:
+        env.reset()
+        env.step(Run(FIX))
+        _, reward, terminated, _, info = env.step(Submit())
+    assert (reward, terminated) == (1.0, True) and info["result"].dimensions == {"behavior": 1.0, "speed": None}
