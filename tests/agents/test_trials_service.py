@@ -15,6 +15,10 @@ from gradeflow.evaluation.ledger import Ledger
 from service.service_procs import BIN, Api, base_env, prefect_server, start, stop, wait_until
 
 
+def _processes() -> str:
+    return subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+
+
 def _env(root: Path, api_url: str) -> dict[str, str]:
     (root / "gradeflow.yaml").write_text("suite: nightly.yaml\n")
     env = base_env(root / "client", api_url)
@@ -48,8 +52,17 @@ def test_deploy_lists_it_and_a_served_run_records_the_trials(tmp_path: Path) -> 
                 "ledger": str(ledger),
             }
             run = api.wait_final(api.create_run(served["id"], {"request": request}), 600)
+            # A served trial holds a slot of the sandbox limit (shared with served grades) while its agent runs.
+            marker = "sleep 23.317"
+            waiting = {**request, "agent": marker, "repeat": 1, "ledger": str(tmp_path / "waiting.db")}
+            second = api.create_run(served["id"], {"request": waiting})
+            wait_until(lambda: marker in _processes(), 600, "the waiting agent")
+            held = api.client.get("v2/concurrency_limits/gradeflow-sandbox").json()["active_slots"]
+            api.wait_final(second, 600)
+            after = api.client.get("v2/concurrency_limits/gradeflow-sandbox").json()["active_slots"]
         finally:
             stop(serving)
+        assert (held, after) == (1, 0)
     assert run["state_type"] == "COMPLETED", (tmp_path / "serve.log").read_text()[-3000:]
     reader = Ledger(str(ledger))
     records, trials = reader.records(), reader.trials()

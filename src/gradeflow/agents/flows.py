@@ -14,11 +14,13 @@ import os
 import re
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
 from prefect.futures import PrefectFuture, as_completed
 from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
@@ -139,11 +141,13 @@ def _grade(planned: PlannedTrial, submission: Submission) -> GradeResult:
 
 
 @task(name="run-and-record-trial", cache_policy=NO_CACHE, task_run_name="{planned.task.task_id}-{planned.run_id}")
-def run_and_record(planned: PlannedTrial, ledger: Ledger) -> RecordedTrial:
+def run_and_record(planned: PlannedTrial, ledger: Ledger, slot: str | None = None) -> RecordedTrial:
     """One trial through the ``agent-trial`` subflow; its trial and grade records written together, replacing
-    any an interrupted attempt left."""
+    any an interrupted attempt left. ``slot``: a global concurrency limit the trial holds one slot of while its
+    agent and its grade run (a served run's ``gradeflow-sandbox``, shared with served grades)."""
     started = time.perf_counter()
-    outcome = agent_trial(planned)
+    with concurrency(slot, occupy=1) if slot else nullcontext():
+        outcome = agent_trial(planned)
     run, result = outcome.run, outcome.result
     record = record_for(_planned_grade(planned, result, run), result, time.perf_counter() - started)
     ledger.record_trial(_trial_record(planned, outcome), record)
@@ -191,7 +195,7 @@ def _planned_grade(planned: PlannedTrial, result: GradeResult, run: AgentRun) ->
 
 @flow(name="run-trials", flow_run_name="run-trials-{label}", persist_result=False, validate_parameters=False)
 def run_trials_flow(
-    plan: list[PlannedTrial], ledger: Ledger, label: str = "agent", show_progress: bool = True
+    plan: list[PlannedTrial], ledger: Ledger, label: str = "agent", show_progress: bool = True, slot: str | None = None
 ) -> TrialRun:
     """Run every trial of ``plan`` the ledger does not hold yet, recording each as it finishes."""
     complete = ledger.recorded_keys() & ledger.trial_keys()
@@ -201,7 +205,7 @@ def run_trials_flow(
     sandbox = {p.task.task_id: p.config.sandbox for p in pending}
     warm = {task_id: warm_baseline.submit(spec, sandbox[task_id]) for task_id, spec in tasks.items()}
     futures: dict[PrefectFuture[RecordedTrial], PlannedTrial] = {
-        run_and_record.submit(p, ledger, return_state=False, wait_for=[warm[p.task.task_id]]): p for p in pending
+        run_and_record.submit(p, ledger, slot, return_state=False, wait_for=[warm[p.task.task_id]]): p for p in pending
     }
     failed, unavailable = [], []
     for future in as_completed(list(futures)):

@@ -74,9 +74,11 @@ def run_trials(
     concurrency: int = 1,
     show_progress: bool = True,
     dask_address: str | None = None,
+    slot: str | None = None,
 ) -> TrialRun:
     """Check every task spec and sandbox up front (``SpecError``), then run ``run-trials`` with ``concurrency``
-    threads, or on the workers of the Dask scheduler at ``dask_address``."""
+    threads, or on the workers of the Dask scheduler at ``dask_address``; each trial holds a slot of the global
+    concurrency limit ``slot`` when one is named."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     preflight(plan)
@@ -87,6 +89,6 @@ def run_trials(
         runner = DaskTaskRunner(address=dask_address)
     label = plan[0].config.model_id if plan else "empty"
     with flow_runs_without_heartbeat():
-        result = run_trials_flow.with_options(task_runner=runner)(plan, ledger, label, show_progress)
+        result = run_trials_flow.with_options(task_runner=runner)(plan, ledger, label, show_progress, slot)
     assert isinstance(result, TrialRun)
     return result

@@ -19,6 +19,7 @@ from gradeflow.agents.run import plan_trials, reference_beside, run_trials
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.models.spec import SANDBOX_KINDS
 from gradeflow.service.credentials import has_password, private_ledger
+from gradeflow.service.flows import SANDBOX_LIMIT
 from gradeflow.service.trust import check_request_sandbox
 from gradeflow.spec import load_task
 
@@ -90,7 +91,12 @@ def run_trials_request(request: TrialsRequest) -> dict[str, int]:
     ledger = Ledger(private_ledger(request.ledger))
     try:
         done = run_trials(
-            plan, ledger, concurrency=request.concurrency, show_progress=False, dask_address=request.dask_address
+            plan,
+            ledger,
+            concurrency=request.concurrency,
+            show_progress=False,
+            dask_address=request.dask_address,
+            slot=SANDBOX_LIMIT,
         )
     finally:
         ledger.close()
