@@ -78,7 +78,8 @@ def service(service_root: Path, prefect_api: str) -> Iterator[Service]:
     )
     api = Api(prefect_api)
     try:
-        wait_until(lambda: api.deployment("grade-request/grade-submission"), 60, "the served deployments")
+        served = ("grade-request/grade-submission", "evaluate-request/evaluate-suite")
+        wait_until(lambda: all(api.deployment(name) for name in served), 60, "the served deployments")
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).status_code == 200, 60, "the webhook receiver")
         yield Service(prefect_api, api, url, ledger, service_root, env)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from service_procs import SECRET, Delivery, Service, grade_payload, signed_post
+from service_procs import EXAMPLES, SECRET, Delivery, Service, grade_payload, signed_post
 
 from gradeflow.evaluation.ledger import Ledger
 
@@ -99,3 +99,34 @@ def test_the_evaluate_suite_deployment_grades_the_suite_into_the_ledger(service:
     assert artifacts["suite-report"]["type"] == "markdown" or "link" in artifacts["suite-report"]["type"]
     report = service.home / ".gradeflow" / "reports" / f"suite-{run['id']}.html"
     assert report.is_file() and report.as_uri() in artifacts["suite-report"]["data"]
+
+
+def test_each_grade_of_a_served_evaluation_holds_a_sandbox_slot(service: Service) -> None:
+    """While a served evaluation's grade runs (its candidate sleeps at import), the ``gradeflow-sandbox``
+    limit shows it; once the run is over, no slot is left held."""
+    calc = EXAMPLES / "calc"
+    header, body = (calc / "reference.diff").read_text().split("@@", 1)
+    sleepy = (
+        '@@ -1,4 +1,7 @@\n """Basic arithmetic helpers."""\n+import time\n+\n+time.sleep(8)\n \n \n def add(a, b):\n'
+    )
+    patch = service.home / "sleepy.diff"
+    patch.write_text(header + sleepy + "@@" + body.replace("@@ -14,7 +14,10 @@", "@@ -14,7 +17,10 @@", 1))
+    suite = service.home / "sleepy-suite.yaml"
+    suite.write_text(
+        f"tasks: [{calc / 'task.yaml'}]\nsubmissions:\n"
+        f"  - {{task_id: calc-divzero, patch: {patch}, run_id: sleepy-1, model_id: m-s}}\n"
+    )
+    deployment = service.api.deployment("evaluate-request/evaluate-suite")
+    assert deployment is not None
+    request = {"suite": str(suite), "ledger": str(service.home / "sleepy.db")}
+    run_id = service.api.create_run(deployment["id"], {"request": request})
+
+    def slots() -> int:
+        return int(service.api.client.get("v2/concurrency_limits/gradeflow-sandbox").json()["active_slots"])
+
+    held = 0
+    while service.api.flow_run(run_id)["state_type"] not in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+        held = max(held, slots())
+        time.sleep(0.2)
+    assert service.api.flow_run(run_id)["state_type"] == "COMPLETED"
+    assert held >= 1 and slots() == 0, held

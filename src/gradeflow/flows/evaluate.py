@@ -10,10 +10,12 @@ loses only the submissions in flight: run again and it grades only what the ledg
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
 from prefect.futures import PrefectFuture, as_completed
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from pydantic import BaseModel, Field
@@ -81,11 +83,20 @@ def warm_baseline(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> 
     name="grade-and-record", cache_policy=NO_CACHE, task_run_name="grade-{planned.item.task_id}-{planned.item.run_id}"
 )
 def grade_and_record(
-    planned: PlannedGrade, ledger: Ledger, sandbox: str | SandboxFactory | None, profile: str | None
+    planned: PlannedGrade,
+    ledger: Ledger,
+    sandbox: str | SandboxFactory | None,
+    profile: str | None,
+    slot: str | None = None,
 ) -> GradeRecord:
-    """Grade one submission through the ``grade-submission`` subflow and add its record to the ledger."""
+    """Grade one submission through the ``grade-submission`` subflow and add its record to the ledger; the
+    grade holds a slot of the global concurrency limit ``slot`` when one is named (a served evaluation's
+    ``gradeflow-sandbox``, shared with every served grade)."""
     started = time.perf_counter()
-    state = grade_submission(planned.task, planned.item.submission, sandbox=sandbox, profile=profile, return_state=True)
+    with concurrency(slot, occupy=1) if slot else nullcontext():
+        state = grade_submission(
+            planned.task, planned.item.submission, sandbox=sandbox, profile=profile, return_state=True
+        )
     result = state.result()
     if not isinstance(result, GradeResult):
         raise TypeError(f"grade-submission returned {type(result).__name__}, not a GradeResult")
@@ -101,6 +112,7 @@ def evaluate_suite(
     profile: str | None = None,
     sandbox: str | SandboxFactory | None = None,
     show_progress: bool = True,
+    slot: str | None = None,
 ) -> Evaluation:
     """Grade every submission of ``suite`` that ``ledger`` does not hold yet, recording each as it finishes."""
     plan = plan_suite(suite, profile)
@@ -112,7 +124,9 @@ def evaluate_suite(
         for task_id in dict.fromkeys(p.item.task_id for p in pending)
     }
     futures: dict[PrefectFuture[GradeRecord], PlannedGrade] = {
-        grade_and_record.submit(p, ledger, sandbox, profile, return_state=False, wait_for=[warm[p.item.task_id]]): p
+        grade_and_record.submit(
+            p, ledger, sandbox, profile, slot, return_state=False, wait_for=[warm[p.item.task_id]]
+        ): p
         for p in pending
     }
     failed = []

@@ -157,7 +157,7 @@ def evaluate_request(request: EvaluateRequest) -> dict[str, int]:
         # Each grade is its own subflow run: the heartbeat thread would add about a second to each.
         with suite_progress(ledger, keys), flow_runs_without_heartbeat():
             outcome = evaluate_suite.with_options(task_runner=task_runner(request))(
-                suite, ledger, request.profile, request.sandbox, False
+                suite, ledger, request.profile, request.sandbox, False, SANDBOX_LIMIT
             )
         publish_report(ledger, keys, Path(request.reports), f"{Path(request.suite).stem}-{flow_run.get_id()}")
     finally:
