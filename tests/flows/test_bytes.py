@@ -101,3 +101,29 @@ def test_patch_bytes_keeps_escaped_bytes_and_gives_lone_surrogates_bytes() -> No
     assert patch_bytes("caf\udce9") == b"caf\xe9"
     assert patch_bytes("x\ud800y") == b"x\xed\xa0\x80y"
     assert patch_bytes("plain é") == "plain é".encode()
+
+
+@pytest.mark.parametrize(
+    "patch_bytes_",
+    [
+        pytest.param(b"hello \xba world\n", id="garbage"),
+        pytest.param(NOTES + b"@@ -0,0 +1,2 @@\n" + LATIN1, id="corrupt-hunk"),
+        pytest.param(
+            b"diff --git a/src/caf\xe9.py b/src/caf\xe9.py\n--- a/src/caf\xe9.py\n+++ b/src/caf\xe9.py\n", id="name"
+        ),
+    ],
+)
+def test_a_refused_patch_that_is_not_utf8_is_still_a_result(
+    patch_bytes_: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A patch that does not apply is refused and graded 0 (exit 1) with its JSON and summary printed, whatever
+    its bytes: its text (and anything quoting it) is kept with U+FFFD for each byte that was not UTF-8."""
+    patch = tmp_path / "refused.diff"
+    patch.write_bytes(patch_bytes_)
+    code, result = _grade_json(capsys, "--patch", str(patch))
+    assert (code, result["status"], result["passed"], result["decision"]) == (1, "graded", False, "rejected")
+    assert result["reason_codes"] == ["patch-does-not-apply"]
+    assert "\ufffd" in str(result["patch"]) and "\\udc" not in json.dumps(result)
+    main(["grade", str(EXAMPLE / "task.yaml"), "--patch", str(patch), "--sandbox", "local"])
+    captured = capsys.readouterr()
+    assert captured.out.startswith("FAIL 0.000") and "Traceback" not in captured.err

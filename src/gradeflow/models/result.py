@@ -2,17 +2,42 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
     Field,
     model_serializer,
+    model_validator,
 )
 
 from gradeflow.models.spec import Decision, Role, Status
 
-__all__ = ["ChangedFile", "EnvironmentFingerprint", "GradeComponent", "GradeResult"]
+__all__ = ["ChangedFile", "EnvironmentFingerprint", "GradeComponent", "GradeResult", "readable"]
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def readable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (a byte that was not UTF-8, read with
+    ``surrogateescape``; a JSON ``\\ud800`` escape) replaced by U+FFFD, as git's diff output is read: a result
+    holds what people and JSON can carry, whatever bytes the candidate's patch, file names or reports had.
+    Strings, and the strings inside dicts (keys too), lists and tuples; anything else as it is."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {readable(k): readable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(readable(v) for v in value)
+    return value
 
 
 class ChangedFile(BaseModel):
@@ -83,6 +108,11 @@ class GradeComponent(BaseModel):
     """``False`` when the grader found no evidence to score (not applicable, or no usable run): the
     component is reported with its reasons but never weighed, and its ``score`` of 0 means nothing."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _readable(cls, data: Any) -> Any:
+        return readable(data)
+
     def short(self) -> str:
         """``name=0.80✓``, ``(gate)`` marked, ``name=n/a`` when unscored."""
         if not self.scored:
@@ -119,6 +149,11 @@ class GradeResult(BaseModel):
     gradeflow_version: str = ""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each step."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _readable(cls, data: Any) -> Any:
+        return readable(data)
 
     def component(self, name: str) -> GradeComponent:
         """The component called ``name``; ``KeyError`` when the grade has none."""
