@@ -24,7 +24,7 @@ from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
 
-__all__ = ["ValidationReport", "base_problems", "doctest_warnings", "validate_task"]
+__all__ = ["ValidationReport", "base_problems", "doctest_warnings", "perf_warnings", "validate_task"]
 
 
 class ValidationReport(BaseModel):
@@ -69,6 +69,18 @@ def doctest_warnings(task: TaskSpec) -> list[str]:
         "so nothing can seal it; prefer a test in a test file"
         for t in task.tests.fail_to_pass
         if is_doctest_id(t)
+    ]
+
+
+def perf_warnings(task: TaskSpec) -> list[str]:
+    """A warning when the benchmark's input is fixed: neither ``perf.command`` nor ``perf.check`` has a
+    ``{seed}``, so a patch that recognises the one input (memoises its answer) is timed as a speed-up."""
+    perf = task.perf
+    if perf is None or "{seed}" in perf.command or "{seed}" in (perf.check or ""):
+        return []
+    return [
+        "perf.command has no {seed}: the benchmark's input is fixed, so a patch that memoises its answer scores "
+        "as a speed-up; pass a seed (python bench.py {seed}) and derive the input from it"
     ]
 
 
@@ -124,7 +136,7 @@ def validate_task(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),
         problems=base_problems(task_spec, dict(baseline.tests.outcomes)),
-        warnings=doctest_warnings(task_spec),
+        warnings=[*doctest_warnings(task_spec), *perf_warnings(task_spec)],
     )
     grades = _grade_at_once(task_spec, reference, factory, profile, base)
     report.empty = grades[-1].result()
