@@ -192,7 +192,7 @@ def test_probed_code_never_reaches_pytests_rewrite_cache(tmp_path: Path) -> None
     # A harnessed run with bytecode writing on leaves no rewritten module behind: a later plain pytest (here, or
     # of an installed package's pytest plugin in a shared environment) would otherwise run code that calls a
     # probe only the harness defines, and fail with an AttributeError.
-    output, compared = _run(tmp_path / "first", harnessed=True, bytecode=True)
+    _output, compared = _run(tmp_path / "first", harnessed=True, bytecode=True)
     root = tmp_path / "first" / "harnessed"
     assert compared["test_anything"]["12:0:__eq__"] == "r Anything (Anything.__eq__)"
     assert _rewrite_cache(root) == []
