@@ -14,6 +14,7 @@ server, and the PostgreSQL ledger holds one record of each.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -173,10 +174,11 @@ def _deliver(shell: Shell, delivery: str, out: Path) -> str:
     [expected] = shown(delivery, curl)
     answer = out.read_text().strip()
     assert matches(expected, answer), answer
-    return str(httpx.Response(200, content=answer).json()["flow_run_id"])
+    return str(json.loads(answer)["flow_run_id"])
 
 
 def _tables(databases: Databases) -> set[str]:
+    """The tables of step 1's Prefect database."""
     name = databases.name("prefect")
     engine = create_engine(f"postgresql+psycopg://{name}:{databases.password}@{databases.host}:{databases.port}/{name}")
     try:
@@ -229,7 +231,7 @@ def test_the_steps_run_as_written(tmp_path: Path, databases: Databases) -> None:
         assert served["state_type"] == "COMPLETED", served["state"]
         os.kill(serving, signal.SIGTERM)
         assert shell.run(f"wait {serving}") == 0  # serve pauses its schedule and exits 0 on SIGTERM
-        assert api.deployment("evaluate-request/evaluate-suite")["paused"]  # type: ignore[index]
+        assert api.deployment("evaluate-request/evaluate-suite")["paused"]
         _run_step(shell, parts["5b"])
         [hint] = [x for x in (tmp_path / "shell.log").read_text().splitlines() if x.startswith("start workers with: ")]
         assert hint.removeprefix("start workers with: ") in parts["5b"]  # what deploy prints is the doc's next line
