@@ -72,7 +72,7 @@ def matches(pattern: str, printed: str) -> bool:
 
 
 README = "tests/test_docs_readme.py::"
-OPS = "tests/test_docs_operations.py::"
+STEPS = "tests/service/test_docs_steps.py::"
 SERVICE = "tests/service/test_docs_service.py::"
 EXCEPTED = "excepted"
 
@@ -125,7 +125,10 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
     ("README.md", "body=$(python -c"): ("run", SERVICE + "test_the_readme_service_runs_as_written"),
     ("README.md", "task.yaml + submission ──▶"): ("checked", README + "test_the_layout_names_the_package_folders"),
     ("docs/operations.md", " GitHub / your harness"): ("not code", "the service drawn"),
-    ("docs/operations.md", "# 1. PostgreSQL behind Prefect"): ("checked", OPS + "test_the_steps_files_load_as_written"),
+    ("docs/operations.md", "# 1. PostgreSQL behind Prefect"): (
+        "run",
+        STEPS + "test_the_steps_run_as_written",
+    ),
     ("docs/operations.md", '{"crashed_after_s"'): (EXCEPTED, "bench/worker_kill.py's printed lines (two runs)"),
     ("docs/operations.md", "body=$(python -c"): ("run", SERVICE + "test_the_operations_delivery_runs_as_written"),
 }

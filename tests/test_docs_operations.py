@@ -1,6 +1,6 @@
-"""docs/operations.md's files run as written: the nightly suite and the service config its steps create are
-read back by gradeflow (the suite over the copied task, the config with its suite resolved beside it), and
-the deployments it names are the ones gradeflow builds."""
+"""docs/operations.md's files, quickly: the nightly suite and the service config its steps create are read
+back by gradeflow (the suite over the copied task, the config with its suite resolved beside it), and the
+deployments it names are the ones gradeflow builds. ``tests/service/test_docs_steps.py`` runs the steps."""
 
 from __future__ import annotations
 

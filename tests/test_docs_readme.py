@@ -162,7 +162,8 @@ def test_the_layout_names_the_package_folders() -> None:
 
 @pytest.mark.slow
 def test_the_evaluation_examples_run_as_written(tmp_path: Path) -> None:
-    """Every line but ``--dask-address`` (a Dask cluster: ``tests/service/test_dask.py`` runs that path)."""
+    """Every line but ``--dask-address``, which needs a Prefect server the cluster's workers reach:
+    ``tests/service/test_dask.py::test_the_readme_dask_line_runs_as_written`` runs it on a local Dask cluster."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     shutil.copytree(CALC, tmp_path / "tasks" / "calc")
     prediction = {"instance_id": "calc-divzero", "model_patch": (CALC / "reference.diff").read_text()}

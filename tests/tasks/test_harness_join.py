@@ -10,8 +10,12 @@ joins through a site file of its own), and there a virtual environment made in t
 packages (what tox's ``sitepackages`` and nox's ``--system-site-packages`` make) joins too. A pytest started
 from an interpreter outside the sandbox's environment (``python -S``, or such a virtual environment over the
 grader's own Python in the isolated and local sandboxes), with the variables removed, runs without the
-harness: the grade says so. tox and nox themselves are not installed here (and without network they could
-not install pytest into a virtual environment of their own).
+harness: the grade says so. Real tox and nox (the test extras) join in the isolated and local sandboxes the
+way a sandbox without network lets them run: tox with ``skip_install`` running the environment's ``pytest``
+(``allowlist_externals``), given ``-i`` (off a terminal tox closes its commands' standard input, the grader's
+channel: without it the grade says so), and nox with ``venv_backend="none"``. A virtual environment of their
+own could not get pytest without network, nor through ``sitepackages`` (the site packages of the Python
+under the sandbox's environment, which has no pytest).
 """
 
 from __future__ import annotations
@@ -65,6 +69,15 @@ FILES = {
     "delete_addopts.py": DELETER,
     "own_args.py": OWN_ARGS,
     "Makefile": f"test:\n\tenv -u PYTEST_ADDOPTS PYTHONPATH=src python -m pytest {OPTIONS} --junitxml=$(JUNIT)\n",
+    "tox.ini": (
+        "[tox]\nenv_list = py\n\n[testenv]\nskip_install = true\nallowlist_externals = pytest\n"
+        f"set_env = PYTHONPATH = src\ncommands = pytest {OPTIONS} {{posargs}}\n"
+    ),
+    "noxfile.py": (
+        "import nox\n\n\n@nox.session(venv_backend='none')\ndef tests(session):\n"
+        f"    session.run('python', '-m', 'pytest', *{OPTIONS.split()!r}, *session.posargs,\n"
+        "                env={'PYTHONPATH': 'src'})\n"
+    ),
 }
 
 COMMANDS = {
@@ -80,6 +93,8 @@ COMMANDS = {
     "make-target": "make -s test JUNIT={junit}",
     "script-deletes-addopts": "python delete_addopts.py {junit}",
     "main-own-args": "env -u PYTHONPATH python own_args.py {junit}",
+    "tox": "tox -e py -i -- --junitxml={junit}",
+    "nox": "nox -s tests -- --junitxml={junit}",
 }
 # What tox (sitepackages = true) and nox (--system-site-packages) do: a virtual environment made in the run.
 VENV = (
@@ -94,18 +109,23 @@ P2P = "tests/test_calc.py::test_add"
 
 
 @pytest.fixture
-def grade_with(tmp_path: Path, sandbox: str) -> Callable[[str, str], GradeResult]:
-    def run(command: str, source: str) -> GradeResult:
-        repo = tmp_path / "repo"
+def grade_with(tmp_path: Path, sandbox: str) -> Callable[..., GradeResult]:
+    """``run(command, source, hidden=False)``: the grade of ``source``; ``hidden``: the tests are hidden tests."""
+
+    def run(command: str, source: str, hidden: bool = False) -> GradeResult:
+        repo, tests = tmp_path / "repo", {}
         for name, text in FILES.items():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            (repo / name).write_text(text)
+            folder = tmp_path / "hidden" if hidden and name.startswith("tests/") else repo
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text)
+        if hidden:
+            tests["hidden"] = str(tmp_path / "hidden")
         task = TaskSpec.model_validate(
             {
                 "task_id": "harness-join",
                 "type": "bugfix",
                 "repo": str(repo),
-                "tests": {"command": command, "fail_to_pass": [F2P], "pass_to_pass": [P2P], "timeout": 120},
+                "tests": {"command": command, "fail_to_pass": [F2P], "pass_to_pass": [P2P], "timeout": 120, **tests},
                 "grading": {"weights": {"tests": 1.0}},
             }
         )
@@ -122,7 +142,7 @@ def grade_with(tmp_path: Path, sandbox: str) -> Callable[[str, str], GradeResult
     ],
 )
 def test_the_harness_joins_whatever_the_command_does_to_its_environment(
-    name: str, grade_with: Callable[[str, str], GradeResult]
+    name: str, grade_with: Callable[..., GradeResult]
 ) -> None:
     command = VENV if name == "venv" else COMMANDS[name]
     fixed = grade_with(command, FIX)
@@ -155,7 +175,7 @@ OUTSIDE = {
     ],
 )
 def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(
-    command: str, grade_with: Callable[[str, str], GradeResult]
+    command: str, grade_with: Callable[..., GradeResult]
 ) -> None:
     fixed = grade_with(command, FIX)
     assert (fixed.status, fixed.passed) == ("graded", True), fixed.messages
@@ -163,3 +183,20 @@ def test_a_pytest_the_harness_cannot_join_is_named_in_the_grade(
     assert tests.details["canaries"] == "unsupported"
     joined = [m for m in tests.messages if "pytest ran but gradeflow's harness could not join it" in m]
     assert len(joined) == 1, tests.messages
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
+@pytest.mark.parametrize("hidden", [False, True], ids=["repository-tests", "hidden-tests"])
+def test_tox_without_standard_input_is_named_in_the_grade(hidden: bool, grade_with: Callable[..., GradeResult]) -> None:
+    """The channel never reaches pytest: the grade says so, and hidden tests (which only the channel would have
+    served) go back on the disk, so the reference still passes and the miss still fails on its test."""
+    command = "tox -e py -- --junitxml={junit}"
+    fixed = grade_with(command, FIX, hidden)
+    assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.messages
+    tests = fixed.component("tests")
+    assert tests.details["canaries"] == "unsupported"
+    said = [m for m in tests.messages if "without the grader's channel" in m and "tox -e py -i" in m]
+    assert len(said) == 1, tests.messages
+    missed = grade_with(command, BUG, hidden)
+    assert (missed.status, missed.passed) == ("graded", False), missed.messages
+    assert "fail-to-pass-failing" in missed.reason_codes

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["boot_files", "pytest_ran_without_harness"]
+__all__ = ["boot_files", "pytest_ran_without_channel", "pytest_ran_without_harness"]
 
 _BOOT = '''"""gradeflow: this run's harness joins every pytest this interpreter configures."""
 import importlib.machinery
@@ -108,4 +108,15 @@ def pytest_ran_without_harness(junit: bytes) -> str | None:
         "through the sandbox's Python environment: `python -S`, a Python from outside the sandbox's "
         "environment, or a virtual environment made inside the run, as tox or nox make); the grader's canaries "
         "did not run and candidate runs are not checked against a harness record"
+    )
+
+
+def pytest_ran_without_channel() -> str:
+    """What to tell when the harness joined the base run's pytest but the grader's channel (standard input)
+    never reached it: the canaries and the hidden or handed-over sources were not served, nothing was signed."""
+    return (
+        "pytest ran with gradeflow's harness but without the grader's channel on its standard input (a runner "
+        "between the command and pytest closed it: tox does so off a terminal, write `tox -e py -i` or "
+        "`--no-capture`); the grader's canaries did not run and candidate runs are not checked against a "
+        "signed record"
     )

@@ -137,7 +137,8 @@ class TestRunEvidence(BaseModel):
     harness: HarnessSummary | None = None
     """What gradeflow's pytest harness saw; ``None`` when it did not run (not pytest, or nothing recorded)."""
     harness_not_joined: str | None = None
-    """Why pytest ran (its JUnit report is there) with no harness record: the harness could not join it."""
+    """Why pytest ran (its JUnit report is there) without the whole harness: with no harness record (the
+    harness could not join it), or with one but without the grader's channel (nothing served, nothing signed)."""
 
 
 class FunctionMetrics(BaseModel):

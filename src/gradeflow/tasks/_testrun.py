@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from gradeflow.errors import InfraError
-from gradeflow.integrity.boot import pytest_ran_without_harness
+from gradeflow.integrity.boot import pytest_ran_without_channel, pytest_ran_without_harness
 from gradeflow.integrity.handed import Prior, suite_sources, withdraw
 from gradeflow.integrity.harness import (
     Harness,
@@ -154,10 +154,13 @@ def _harness_check(
     outcomes = outcomes_for(ids, cases)
     update: dict[str, object] = {"cases": cases, "outcomes": outcomes}
     if against is None:
-        if record is not None:
-            update["harness"] = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
-        else:
+        if record is None:
             update["harness_not_joined"] = pytest_ran_without_harness(junit)
+            return evidence.model_copy(update=update)
+        summary = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
+        update["harness"] = summary
+        if not summary.signed and not summary.canaries:
+            update["harness_not_joined"] = pytest_ran_without_channel()
         return evidence.model_copy(update=update)
     facts = RunFacts(
         exit_code=evidence.exit_code,

@@ -217,9 +217,11 @@ def base_test_run(
         harness = start_harness(task_spec, workspace, None, None, hidden=hidden)
         with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
             evidence = run_test_command(task_spec, sandbox, harness=harness)
-        if evidence.harness is None and harness is not None and any(p.endswith(".py") for p in hidden):
-            # pytest ran without the harness, so nothing served the hidden tests: they go back on disk,
-            # as every later run of this task has them (its candidates' runs get no harness either).
+        lost = evidence.harness is None or evidence.harness_not_joined
+        if lost and harness is not None and any(p.endswith(".py") for p in hidden):
+            # pytest ran without the harness, or without its channel (tox off a terminal), so nothing served
+            # the hidden tests: they go back on disk, as every later run of this task has them (its
+            # candidates' runs get no harness either, so no channel is left unread for their code to find).
             evidence = _without_harness(task_spec, workspace, pristine, sandboxes, environment, harness, evidence)
         return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
     finally:
