@@ -4,6 +4,9 @@ import os as _os
 
 # Prefect's server would otherwise try to send telemetry (no network here; it also locks SQLite).
 _os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# A temporary server (``--ephemeral``) takes 5-15 s to start on a 2-core machine and more under load; Prefect
+# gives up after 20 s, which made a busy machine's grade an environment failure. Yours to set lower or higher.
+_os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
