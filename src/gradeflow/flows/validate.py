@@ -24,7 +24,20 @@ from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
 
-__all__ = ["ValidationReport", "base_problems", "doctest_warnings", "perf_warnings", "validate_task"]
+__all__ = [
+    "EMPTY_ID",
+    "REFERENCE_ID",
+    "ValidationReport",
+    "base_problems",
+    "doctest_warnings",
+    "perf_warnings",
+    "validate_task",
+]
+
+EMPTY_ID = "empty"
+"""The submission id of the empty submission a validation grades."""
+REFERENCE_ID = "reference"
+"""The submission id of the reference patch a validation grades."""
 
 
 class ValidationReport(BaseModel):
@@ -187,11 +200,11 @@ def _grade_at_once(
     empty one starts when the reference's test run does. Two grades writing their task runs together
     collide in a SQLite-backed Prefect server (``SQLITE_BUSY``, answered 503), and its client retries the
     loser 2 s later, then 4 s: longer than the empty grade's steps take."""
-    empty = Submission(submission_id="empty", patch="")
+    empty = Submission(submission_id=EMPTY_ID, patch="")
     if reference is None:
         return [validation_grade.submit(task_spec, empty, factory, profile, base)]
     opening = _Opening(factory)
-    first = validation_grade.submit(task_spec, Submission.of_patch("reference", reference), opening, profile, base)
+    first = validation_grade.submit(task_spec, Submission.of_patch(REFERENCE_ID, reference), opening, profile, base)
     first.add_done_callback(lambda _: opening.opened.set())  # a grade that never reaches its test run
     opening.opened.wait()
     return [first, validation_grade.submit(task_spec, empty, factory, profile, base)]
