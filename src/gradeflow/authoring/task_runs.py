@@ -7,14 +7,14 @@
 
 So ``repeat`` runs a side (three at least on the base, two with the reference), six in all at ``--repeat 3``,
 and none is made only to validate. The plain runs of both sides start at once, in two threads beside the
-flows: a run is no Prefect task run of its own, so two of them never write to a SQLite-backed Prefect server
-at once. From the first run of each side the lists are derived and written; that spec's baseline is built
-(its health-check run beside the plain runs still going), then the spec is validated as ``gradeflow
-validate`` does it: the baseline, the empty submission's and the reference's grades through
-``grade-submission``, nothing skipped or stood in for. Their acceptance runs, heard through
-:data:`~gradeflow.tasks.tests.acceptance_listener`, and the baseline's run are the last runs of each side:
-the lists are derived again from every run, and when they changed (a test whose outcome changed in a later
-run) the spec is written again and validated again from scratch.
+flows and before the first request to the Prefect server (seconds on a fresh one): a run is no Prefect task
+run of its own, so two of them never write to a SQLite-backed server at once. From the first run of each
+side the lists are derived and written, and that spec is validated as ``gradeflow validate`` does it while
+the other plain runs go on: its baseline (health check included), then the empty submission's and the
+reference's grades through ``grade-submission``, nothing skipped or stood in for. The baseline's run and the
+grades' acceptance runs, heard through :data:`~gradeflow.tasks.tests.acceptance_listener`, are the last runs
+of each side: the lists are derived again from every run, and when they changed (a test whose outcome
+changed in a later run) the spec is written again and validated again from scratch.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from prefect import flow
 
 from gradeflow.authoring.derive import DerivedTests, derive_tests
 from gradeflow.errors import BaselineBroken, InfraError
-from gradeflow.flows.session import Session, prepare_base
-from gradeflow.flows.validate import EMPTY_ID, REFERENCE_ID, ValidationReport, validate_task
+from gradeflow.flows.session import Session
+from gradeflow.flows.validate import BASELINE_ID, EMPTY_ID, REFERENCE_ID, ValidationReport, validate_task
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
@@ -85,17 +85,6 @@ def _ground(task_spec: TaskSpec, factory: SandboxFactory, base: BaseRef) -> Base
     pristine = ensure_pristine(base, key)
     environment = build_environment(task_spec, pristine, key, factory)
     return Baseline(base=base, key=key, pristine=pristine, tests_record=b"", environment=environment)
-
-
-@flow(
-    name="derive-baseline",
-    flow_run_name="baseline-{task_spec.task_id}",
-    persist_result=False,
-    validate_parameters=False,
-)
-def derived_baseline(task_spec: TaskSpec, factory: SandboxFactory, base: BaseRef) -> Baseline:
-    """The written spec's baseline, built (health check included) and cached as every grade of it finds it."""
-    return prepare_base(task_spec, factory, base)[1]
 
 
 class _Sides:
@@ -173,13 +162,12 @@ def derive_and_validate(
         first = first_runs(skeleton, sides)
         early = derive_tests(first[0].outcomes, first[1].outcomes, {**first[0].cases, **first[1].cases}, files)
         spec = write(early)
-        progress(f"wrote {_counts(early)} from the first run of each side; building its baseline")
-        display.started("base", plan.base_plain + 1)
-        baseline = derived_baseline(spec, factory, base)
-        display.finished("base", plan.base_plain + 1, baseline.tests.duration, True)
+        progress(f"wrote {_counts(early)} from the first run of each side; validating it")
+        report, heard = _validate_hearing(spec, reference, session, plan, display)
         plain = _usable(sides.every())
-    report, heard = _validate_hearing(spec, reference, session, plan, display)
-    base_runs = plain[0].merged(_one_run("base", baseline.tests)).merged(_one_run("base", heard.get(EMPTY_ID)))
+    base_runs = plain[0]
+    for role in (BASELINE_ID, EMPTY_ID):
+        base_runs = base_runs.merged(_one_run("base", heard.get(role)))
     reference_runs = plain[1].merged(_one_run("reference", heard.get(REFERENCE_ID)))
     cases = {**base_runs.cases, **reference_runs.cases}
     derived = derive_tests(base_runs.outcomes, reference_runs.outcomes, cases, files)
@@ -193,17 +181,23 @@ def derive_and_validate(
 def _validate_hearing(
     spec: TaskSpec, reference: str, session: Session, plan: RunPlan, display: RunListener
 ) -> tuple[ValidationReport, dict[str, TestRunEvidence]]:
-    """``validate_task`` on ``spec``, with each grade's acceptance run heard (by submission id) and shown."""
+    """``validate_task`` on ``spec``, with its baseline's run and each grade's acceptance run heard and shown."""
     heard: dict[str, TestRunEvidence] = {}
-    numbers = {REFERENCE_ID: ("reference", plan.reference), EMPTY_ID: ("base", plan.base)}
+    numbers = {
+        BASELINE_ID: ("base", plan.base_plain + 1),
+        REFERENCE_ID: ("reference", plan.reference),
+        EMPTY_ID: ("base", plan.base),
+    }
 
-    def hear(submission_id: str, evidence: TestRunEvidence) -> None:
-        heard[submission_id] = evidence
-        side, number = numbers[submission_id]
+    def hear(role: str, evidence: TestRunEvidence) -> None:
+        heard[role] = evidence
+        side, number = numbers[role]
         display.finished(side, number, evidence.duration, evidence.junit_found)
+        if role == BASELINE_ID:
+            for side, number in (numbers[REFERENCE_ID], numbers[EMPTY_ID]):
+                display.started(side, number)
 
-    for side, number in numbers.values():
-        display.started(side, number)
+    display.started(*numbers[BASELINE_ID])
     token = acceptance_listener.set(hear)
     try:
         report = validate_task(spec, reference, session.factory, session.profile, 1, base=session.base)

@@ -23,8 +23,10 @@ from gradeflow.sandbox.base import Sandbox, SandboxDescription, SandboxFactory
 from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
+from gradeflow.tasks.tests import acceptance_listener
 
 __all__ = [
+    "BASELINE_ID",
     "EMPTY_ID",
     "REFERENCE_ID",
     "ValidationReport",
@@ -34,6 +36,8 @@ __all__ = [
     "validate_task",
 ]
 
+BASELINE_ID = "baseline"
+"""What :data:`~gradeflow.tasks.tests.acceptance_listener` is told the baseline's run as."""
 EMPTY_ID = "empty"
 """The submission id of the empty submission a validation grades."""
 REFERENCE_ID = "reference"
@@ -145,6 +149,8 @@ def validate_task(
     factory = factory_for(task_spec, sandbox)
     base = base or pin_base(task_spec)
     _, baseline = prepare_base(task_spec, factory, base)
+    if (listener := acceptance_listener.get()) is not None:
+        listener(BASELINE_ID, baseline.tests)
     report = ValidationReport(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),

@@ -27,11 +27,12 @@ from gradeflow.tasks.snapshot import Snapshot
 __all__ = ["AcceptanceListener", "TestsOutcome", "acceptance_listener", "run_tests"]
 
 AcceptanceListener = Callable[[str, TestRunEvidence], None]
-"""Told a grade's submission id and its acceptance run's evidence once the tests step is done."""
+"""Told a grade's submission id and its acceptance run's evidence once the tests step is done, and a
+validation's baseline run (as ``baseline``) once it has its baseline."""
 
 acceptance_listener: ContextVar[AcceptanceListener | None] = ContextVar("gradeflow_acceptance_listener", default=None)
-"""Set around a flow whose grades' acceptance runs a caller counts among its own runs (``task new`` takes its
-validation's grades as the last repeated run of each side); it only hears, it changes no grade."""
+"""Set around a flow whose suite runs a caller counts among its own (``task new`` takes its validation's
+baseline and grades as the last repeated runs of each side); it only hears, it changes no grade."""
 
 
 class TestsOutcome(BaseModel):
