@@ -19,6 +19,7 @@ changed in a later run) the spec is written again and validated again from scrat
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -162,6 +163,7 @@ def derive_and_validate(
         first = first_runs(skeleton, sides)
         early = derive_tests(first[0].outcomes, first[1].outcomes, {**first[0].cases, **first[1].cases}, files)
         spec = write(early)
+        _hand_over(ground, spec, factory)
         progress(f"wrote {_counts(early)} from the first run of each side; validating it")
         report, heard = _validate_hearing(spec, reference, session, plan, display)
         plain = _usable(sides.every())
@@ -204,6 +206,18 @@ def _validate_hearing(
     finally:
         acceptance_listener.reset(token)
     return report, heard
+
+
+def _hand_over(ground: Baseline, spec: TaskSpec, factory: SandboxFactory) -> None:
+    """The ground's folder (the pristine base, and the environment ``setup`` built on it) moved to where the
+    written spec's baseline looks for them, so that ``setup`` runs once: nothing that built them depends on
+    the lists, the only difference between the two specs. The plain runs still going hold copies made when
+    they started. Left where it is when the written spec already has a folder (another run made it)."""
+    key = baseline_key(spec, ground.base, describe_environment.fn(spec, factory))
+    target = ground.pristine.parent.with_name(key)
+    if not target.exists():
+        with contextlib.suppress(OSError):  # another run moved one there first: theirs is as good
+            ground.pristine.parent.rename(target)
 
 
 def _usable(sides: list[RepeatedRuns]) -> list[RepeatedRuns]:
