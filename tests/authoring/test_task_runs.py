@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gradeflow.authoring.task_runs import RunPlan
-from gradeflow.models.evidence import CaseOutcome, TestCaseResult
-from gradeflow.tasks.flaky import RepeatedRuns
+from gradeflow.models.evidence import CaseOutcome, TestCaseResult, TestRunEvidence
+from gradeflow.tasks.flaky import RepeatedRuns, one_run
 
 
 @pytest.mark.parametrize(
@@ -45,3 +45,11 @@ def test_runs_of_one_side_from_other_workspaces_follow_in_order_with_missing_tes
     }
     assert first.runs == 2 and "tests.test_x::c" not in first.outcomes  # merging leaves both as they were
     assert merged.merged(RepeatedRuns(side="base")).outcomes == merged.outcomes  # a run with no usable report adds none
+
+
+def test_a_run_made_elsewhere_counts_only_with_a_usable_report() -> None:
+    reported = TestRunEvidence(exit_code=1, junit_found=True, cases=[_case("a", "failed")])
+    assert one_run("base", reported).outcomes == {"tests.test_x::a": ["failed"]}
+    assert one_run("reference", None).runs == 0
+    assert one_run("base", TestRunEvidence(exit_code=4, output_tail="usage error")).runs == 0  # no report
+    assert one_run("base", reported.model_copy(update={"junit_error": "tampered"})).runs == 0

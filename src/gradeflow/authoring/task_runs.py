@@ -29,16 +29,15 @@ from functools import partial
 from prefect import flow
 
 from gradeflow.authoring.derive import DerivedTests, derive_tests
-from gradeflow.errors import BaselineBroken, InfraError
+from gradeflow.errors import BaselineBroken
 from gradeflow.flows.session import Session
 from gradeflow.flows.validate import BASELINE_ID, EMPTY_ID, REFERENCE_ID, ValidationReport, validate_task
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks._testrun import require_report
 from gradeflow.tasks.baseline import Baseline, baseline_key, build_environment, ensure_pristine
 from gradeflow.tasks.environment import describe_environment
-from gradeflow.tasks.flaky import RepeatedRuns, RunListener, repeat_runs
+from gradeflow.tasks.flaky import RepeatedRuns, RunListener, one_run, repeat_runs
 from gradeflow.tasks.repo import BaseRef
 from gradeflow.tasks.tests import acceptance_listener
 
@@ -169,8 +168,8 @@ def derive_and_validate(
         plain = _usable(sides.every())
     base_runs = plain[0]
     for role in (BASELINE_ID, EMPTY_ID):
-        base_runs = base_runs.merged(_one_run("base", heard.get(role)))
-    reference_runs = plain[1].merged(_one_run("reference", heard.get(REFERENCE_ID)))
+        base_runs = base_runs.merged(one_run("base", heard.get(role)))
+    reference_runs = plain[1].merged(one_run("reference", heard.get(REFERENCE_ID)))
     cases = {**base_runs.cases, **reference_runs.cases}
     derived = derive_tests(base_runs.outcomes, reference_runs.outcomes, cases, files)
     if _lists(derived) != _lists(early):
@@ -225,20 +224,6 @@ def _usable(sides: list[RepeatedRuns]) -> list[RepeatedRuns]:
     if errors:
         raise BaselineBroken(f"task new: the tests gave no usable report: {'; '.join(errors)}")
     return sides
-
-
-def _one_run(side: str, evidence: TestRunEvidence | None) -> RepeatedRuns:
-    """``evidence`` as one run of ``side``; no run when there is none or it has no usable report (the
-    validation's report says why)."""
-    runs = RepeatedRuns(side="base" if side == "base" else "reference")
-    if evidence is None:
-        return runs
-    try:
-        require_report(evidence, side)
-    except InfraError:
-        return runs
-    runs.record(evidence.cases)
-    return runs
 
 
 def _lists(derived: DerivedTests) -> tuple[list[str], list[str], list[str]]:

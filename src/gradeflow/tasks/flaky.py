@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from gradeflow.errors import InfraError, SubmissionError
 from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import Outcome, TestCaseResult
+from gradeflow.models.evidence import Outcome, TestCaseResult, TestRunEvidence
 from gradeflow.sandbox.base import Sandbox, SandboxFactory, remove_tree
 from gradeflow.tasks._junit import outcomes_for
 from gradeflow.tasks._patching import apply_patch
@@ -32,6 +32,7 @@ __all__ = [
     "RepeatedRuns",
     "RunListener",
     "flaky_tests",
+    "one_run",
     "repeat_runs",
     "repeat_tests",
     "run_listener",
@@ -99,6 +100,20 @@ class FlakyTest(BaseModel):
     """Whether ``tests.quarantine`` names it: reported by a grade, never scored."""
     scored: bool
     """Whether a grade scores it (named in ``fail_to_pass``/``pass_to_pass`` and not quarantined)."""
+
+
+def one_run(side: Side, evidence: TestRunEvidence | None) -> RepeatedRuns:
+    """``evidence`` (a run made elsewhere, e.g. a grade's) as one run of ``side``; no run at all when there is
+    none or it gave no usable report (whoever made it says why)."""
+    runs = RepeatedRuns(side=side)
+    if evidence is None:
+        return runs
+    try:
+        require_report(evidence, side)
+    except InfraError:
+        return runs
+    runs.record(evidence.cases)
+    return runs
 
 
 def _names(test_ids: list[str], case: TestCaseResult) -> bool:
