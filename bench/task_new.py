@@ -4,7 +4,8 @@ Builds a git repository with N tests (a few hundred by default; one module fixed
 then, in one process and one Prefect test server:
 
 - times one plain run of the suite (``python -m pytest`` in a fresh checkout, as a task's command runs it; the
-  median of three, so that one run slowed by a busy machine does not set the ratio);
+  median of three runs before ``task new`` and three after, so that neither one run slowed by a busy machine
+  nor a load that changed while ``task new`` ran sets the ratio);
 - runs ``task new --repeat R`` (its base and reference runs, the baseline, the validation grades), counting
   every run of the test command in a sandbox and how many the grader's harness joined;
 
@@ -68,10 +69,9 @@ def _repository(root: Path, tests: int) -> tuple[Path, str, str]:
     return repo, base, fix
 
 
-def _one_run(repo: Path, root: Path, samples: int = 3) -> float:
-    """Seconds of one plain run of the suite in a fresh checkout (what each of task new's runs repeats): the
-    median of ``samples`` runs, so that one run slowed by a busy machine does not set the ratio."""
-    checkout = root / "one-run"
+def _plain_runs(repo: Path, root: Path, samples: int = 3) -> list[float]:
+    """Seconds of ``samples`` plain runs of the suite in a fresh checkout (what each of task new's runs repeats)."""
+    checkout = Path(tempfile.mkdtemp(prefix="one-run-", dir=root)) / "suite"
     subprocess.run(["git", "clone", "-q", str(repo), str(checkout)], check=True)
     command = COMMAND.replace("{junit}", str(root / "one-run.xml")).split()
     times = []
@@ -79,7 +79,7 @@ def _one_run(repo: Path, root: Path, samples: int = 3) -> float:
         started = time.perf_counter()
         subprocess.run([sys.executable, *command[1:]], cwd=checkout, check=False, capture_output=True)
         times.append(time.perf_counter() - started)
-    return statistics.median(times)
+    return times
 
 
 def _counting_runs() -> list[bool]:
@@ -99,7 +99,7 @@ def _counting_runs() -> list[bool]:
 def main(tests: int, repeat: int) -> int:
     root = Path(tempfile.mkdtemp(prefix="gradeflow-task-new-"))
     repo, base, fix = _repository(root, tests)
-    one = _one_run(repo, root)
+    before = _plain_runs(repo, root)
     argv = ["task", "new", "--repo", str(repo), "--base", base, "--fix-commit", fix, "--tests", COMMAND]
     argv += ["--repeat", str(repeat), "--out", str(root / "derived" / "task.yaml")]
     runs = _counting_runs()
@@ -107,7 +107,11 @@ def main(tests: int, repeat: int) -> int:
         started = time.perf_counter()
         code = gradeflow(argv)
         whole = time.perf_counter() - started
-    print(f"suite: {tests} tests; one run {one:.2f} s (median of 3)")
+    # Three plain runs before task new and three after: on a shared machine the load moves during the bench.
+    after = _plain_runs(repo, root)
+    one = statistics.median(before + after)
+    shown = ", ".join(f"{t:.2f}" for t in before + after)
+    print(f"suite: {tests} tests; one run {one:.2f} s (median of 3 runs before task new and 3 after: {shown})")
     print(f"task new --repeat {repeat}: {whole:.1f} s, exit {code}")
     print(f"ratio task new / one run: {whole / one:.1f} (target <= 4 at --repeat 3)")
     print(f"runs of the suite: {len(runs)} ({runs.count(True)} with the grader's harness)")
