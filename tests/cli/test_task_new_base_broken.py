@@ -51,8 +51,9 @@ def test_each_run_is_shown_as_it_ends(
     argv = ["task", "new", "--repo", str(repo), "--base", base, "--reference", str(patch), "--tests", command]
     assert main([*argv, "--repeat", "2", "--out", str(tmp_path / "t" / "task.yaml")]) == 0
     runs = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gradeflow: run ")]
-    # The two sides run at once: counted in the order they end, each side's runs in its own order.
-    assert [line.split()[2] for line in runs] == ["1/4", "2/4", "3/4", "4/4"]
+    # The two sides run at once: counted in the order they end, each side's runs in its own order. The base's
+    # are at least three (one plain run, the baseline's, the empty grade's), the reference's two (its grade's last).
+    assert [line.split()[2] for line in runs] == ["1/5", "2/5", "3/5", "4/5", "5/5"]
     sides = [line.split("(")[1].split(")")[0] for line in runs]
-    assert [s for s in sides if s.startswith("base")] == ["base 1", "base 2"]
+    assert [s for s in sides if s.startswith("base")] == ["base 1", "base 2", "base 3"]
     assert [s for s in sides if s.startswith("reference")] == ["reference 1", "reference 2"]

@@ -4,8 +4,9 @@ Every input is checked before any flow runs (``SpecError``, exit 2): the test co
 the repository, the revisions, the reference patch and whether it applies. Then the test files the
 reference adds or edits are written beside the task spec as its hidden tests (``hidden_tests/``), the
 rest of the reference as ``reference.diff``, and the tests run ``repeat`` times on the base and on the
-base with the reference, both with the hidden tests injected, exactly as a grade runs them. The lists
-follow :func:`~gradeflow.authoring.derive.derive_tests`; the written spec is then validated.
+base with the reference, both with the hidden tests injected; the last runs of each side are the written
+spec's baseline and validation grades (:mod:`gradeflow.authoring.task_runs`). The lists follow
+:func:`~gradeflow.authoring.derive.derive_tests`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from prefect import flow
 from pydantic import BaseModel, ConfigDict
 
-from gradeflow.authoring.derive import DerivedTests, derive_tests
+from gradeflow.authoring.derive import DerivedTests
 from gradeflow.authoring.patches import (
     applied_tree,
     commit_of,
@@ -31,16 +31,13 @@ from gradeflow.authoring.patches import (
     split_diff,
 )
 from gradeflow.authoring.run_progress import RunProgress
-from gradeflow.errors import BaselineBroken, SpecError
-from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session
-from gradeflow.flows.validate import ValidationReport, doctest_warnings, validate_task
+from gradeflow.authoring.task_runs import RunPlan, derive_and_validate
+from gradeflow.errors import SpecError
+from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
+from gradeflow.flows.validate import ValidationReport, doctest_warnings
 from gradeflow.models import TaskSpec, TaskType, TestsSpec
-from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.spec import load_task
-from gradeflow.tasks.baseline import Baseline, baseline_key, build_environment, ensure_pristine
-from gradeflow.tasks.environment import describe_environment
-from gradeflow.tasks.flaky import RepeatedRuns, repeat_tests, run_listener
-from gradeflow.tasks.repo import BaseRef
+from gradeflow.tasks.flaky import run_listener
 
 __all__ = [
     "HIDDEN_FOLDER",
@@ -179,28 +176,6 @@ def write_spec(path: Path, data: dict[str, object], header: str) -> None:
     path.write_text(comment + body, encoding="utf-8")
 
 
-def _ground(task_spec: TaskSpec, base: BaseRef, factory: SandboxFactory) -> Baseline:
-    """The pristine base and the task's environment (``setup`` run once) the repeated runs start from, without
-    a health-check run of their own: the runs are the check (a run without a usable report says why), and the
-    written spec's baseline, built once by the validation and its grades, is the task's."""
-    key = baseline_key(task_spec, base, describe_environment(task_spec, factory))
-    pristine = ensure_pristine(base, key)
-    environment = build_environment(task_spec, pristine, key, factory)
-    return Baseline(base=base, key=key, pristine=pristine, tests_record=b"", environment=environment)
-
-
-@flow(name="derive-task", flow_run_name="derive-{task_spec.task_id}", persist_result=False, validate_parameters=False)
-def derive_runs(
-    task_spec: TaskSpec, reference: str, sandbox: SandboxFactory, repeat: int, base: BaseRef
-) -> list[RepeatedRuns]:
-    """The tests ``repeat`` times on the base and on the base with ``reference`` (hidden tests injected), the
-    two sides at once (each in its own sandbox, so neither sees the other's files)."""
-    factory = factory_for(task_spec, sandbox)
-    ground = _ground(task_spec, base, factory)
-    sides = [repeat_tests.submit(task_spec, ground, patch, factory, repeat) for patch in (None, reference)]
-    return [side.result() for side in sides]
-
-
 class PreparedTask(BaseModel):
     """A checked request with its inputs written: the skeleton spec (no test lists yet) and what it needs."""
 
@@ -236,29 +211,31 @@ def prepare_new_task(request: NewTaskRequest) -> PreparedTask:
 
 def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
     """Run the tests on both sides, write the derived lists into the task spec, and validate it."""
-    request, reference = prepared.request, prepared.reference
+    request = prepared.request
     task = load_task(request.out, scored=False)
     session = open_session(task)  # the sandbox the task will be graded in (isolated by default)
-    progress(f"running the tests {request.repeat}x on the base and {request.repeat}x with the reference")
-    with RunProgress(2 * request.repeat) as display, flow_runs_without_heartbeat():
+    plan = RunPlan(request.repeat)
+    progress(
+        f"running the tests {plan.base}x on the base and {plan.reference}x with the reference "
+        "(the last runs are the validation's)"
+    )
+
+    def written(derived: DerivedTests) -> TaskSpec:
+        write_spec(request.out, _sealed(prepared.skeleton, derived), prepared.header)
+        return load_task(request.out)
+
+    with RunProgress(plan.total) as display, flow_runs_without_heartbeat():
         token = run_listener.set(display)
         try:
-            runs = derive_runs(task, reference, session.factory, request.repeat, session.base)
+            derived, report = derive_and_validate(
+                task, prepared.reference, session, plan, set(prepared.files), written, display, progress
+            )
         finally:
             run_listener.reset(token)
-    errors = [f"{r.side} {e}" for r in runs for e in r.errors]
-    if errors:
-        raise BaselineBroken(f"task new: the tests gave no usable report: {'; '.join(errors)}")
-    cases = {**runs[0].cases, **runs[1].cases}
-    derived = derive_tests(runs[0].outcomes, runs[1].outcomes, cases, set(prepared.files))
-    write_spec(request.out, _sealed(prepared.skeleton, derived), prepared.header)
-    task = load_task(request.out)
-    for warning in doctest_warnings(task):
+    for warning in doctest_warnings(load_task(request.out)):
         progress(f"warning: {warning}")
     progress(
         f"wrote {request.out}: {len(derived.fail_to_pass)} fail_to_pass, {len(derived.pass_to_pass)} pass_to_pass, "
-        f"{len(derived.quarantine)} quarantined; validating"
+        f"{len(derived.quarantine)} quarantined"
     )
-    with flow_runs_without_heartbeat():
-        report = validate_task(task, reference, session.factory, session.profile, 1, base=session.base)
     return NewTask(path=request.out, derived=derived, hidden=prepared.hidden, report=report)

@@ -42,7 +42,13 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     reference.add_argument("--fix-commit", help="a commit whose difference from --base is the reference fix")
     new.add_argument("--tests", required=True, help="the test command, with {junit} where the report goes")
     new.add_argument("--type", default="bugfix", choices=["bugfix", "feature", "refactor", "perf"])
-    new.add_argument("--repeat", type=_positive, default=3, metavar="N", help="runs per side (default 3)")
+    new.add_argument(
+        "--repeat",
+        type=_positive,
+        default=3,
+        metavar="N",
+        help="runs per side, the validation's last ones (default 3; at least 3 on the base, 2 with the reference)",
+    )
     new.add_argument("--setup", help="command run in the sandbox before the tests")
     new.add_argument("--task-id", help="the task id (default: the --out folder's name)")
     new.add_argument("--out", required=True, help="where to write task.yaml (reference.diff and hidden_tests/ beside)")

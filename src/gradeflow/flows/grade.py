@@ -49,7 +49,7 @@ from gradeflow.tasks.review import check_reviewability
 from gradeflow.tasks.snapshot import Snapshot, discard, take_snapshot
 from gradeflow.tasks.tamper_scan import check_tamper
 from gradeflow.tasks.test_evidence import check_test_evidence
-from gradeflow.tasks.tests import TestsOutcome, run_tests
+from gradeflow.tasks.tests import TestsOutcome, acceptance_listener, run_tests
 
 __all__ = ["grade_submission"]
 
@@ -258,6 +258,8 @@ def _grade(
         )
         outcome.update(_outcome(tests.component))
     progress.components.append(tests.component)
+    if (listener := acceptance_listener.get()) is not None:
+        listener(submission.submission_id, tests.evidence)
     quality = progress.candidate("quality", lambda: measure_quality(_whole(task_spec), _whole(snapshot)))
     perf = progress.candidate("perf", lambda: run_perf(_whole(task_spec), _whole(snapshot), _whole(baseline), factory))
     with progress.step("combine") as outcome:

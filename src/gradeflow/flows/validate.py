@@ -23,8 +23,25 @@ from gradeflow.sandbox.base import Sandbox, SandboxDescription, SandboxFactory
 from gradeflow.tasks.environment import pin_base
 from gradeflow.tasks.flaky import FlakyTest, flaky_tests, repeat_tests
 from gradeflow.tasks.repo import BaseRef
+from gradeflow.tasks.tests import acceptance_listener
 
-__all__ = ["ValidationReport", "base_problems", "doctest_warnings", "perf_warnings", "validate_task"]
+__all__ = [
+    "BASELINE_ID",
+    "EMPTY_ID",
+    "REFERENCE_ID",
+    "ValidationReport",
+    "base_problems",
+    "doctest_warnings",
+    "perf_warnings",
+    "validate_task",
+]
+
+BASELINE_ID = "baseline"
+"""What :data:`~gradeflow.tasks.tests.acceptance_listener` is told the baseline's run as."""
+EMPTY_ID = "empty"
+"""The submission id of the empty submission a validation grades."""
+REFERENCE_ID = "reference"
+"""The submission id of the reference patch a validation grades."""
 
 
 class ValidationReport(BaseModel):
@@ -132,6 +149,8 @@ def validate_task(
     factory = factory_for(task_spec, sandbox)
     base = base or pin_base(task_spec)
     _, baseline = prepare_base(task_spec, factory, base)
+    if (listener := acceptance_listener.get()) is not None:
+        listener(BASELINE_ID, baseline.tests)
     report = ValidationReport(
         task_id=task_spec.task_id,
         base_outcomes=dict(baseline.tests.outcomes),
@@ -187,11 +206,11 @@ def _grade_at_once(
     empty one starts when the reference's test run does. Two grades writing their task runs together
     collide in a SQLite-backed Prefect server (``SQLITE_BUSY``, answered 503), and its client retries the
     loser 2 s later, then 4 s: longer than the empty grade's steps take."""
-    empty = Submission(submission_id="empty", patch="")
+    empty = Submission(submission_id=EMPTY_ID, patch="")
     if reference is None:
         return [validation_grade.submit(task_spec, empty, factory, profile, base)]
     opening = _Opening(factory)
-    first = validation_grade.submit(task_spec, Submission.of_patch("reference", reference), opening, profile, base)
+    first = validation_grade.submit(task_spec, Submission.of_patch(REFERENCE_ID, reference), opening, profile, base)
     first.add_done_callback(lambda _: opening.opened.set())  # a grade that never reaches its test run
     opening.opened.wait()
     return [first, validation_grade.submit(task_spec, empty, factory, profile, base)]

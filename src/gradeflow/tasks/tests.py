@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 from prefect import task
@@ -22,7 +24,15 @@ from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["TestsOutcome", "run_tests"]
+__all__ = ["AcceptanceListener", "TestsOutcome", "acceptance_listener", "run_tests"]
+
+AcceptanceListener = Callable[[str, TestRunEvidence], None]
+"""Told a grade's submission id and its acceptance run's evidence once the tests step is done, and a
+validation's baseline run (as ``baseline``) once it has its baseline."""
+
+acceptance_listener: ContextVar[AcceptanceListener | None] = ContextVar("gradeflow_acceptance_listener", default=None)
+"""Set around a flow whose suite runs a caller counts among its own (``task new`` takes its validation's
+baseline and grades as the last repeated runs of each side); it only hears, it changes no grade."""
 
 
 class TestsOutcome(BaseModel):

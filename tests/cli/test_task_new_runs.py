@@ -1,0 +1,135 @@
+"""``task new`` runs the suite ``--repeat`` times a side and no more: the validation's baseline and grades are the
+last runs of each side (counted here, run by run); a test whose outcome changes in those runs is quarantined and
+the spec validated again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_task_new import COMMAND, _git
+
+from gradeflow.cli import main
+from gradeflow.sandbox.local import LocalSandbox
+
+# Passes in a plain run and fails under the grader's harness (the baseline's and the grades' runs).
+HARNESS_SHY = """
+import os
+
+
+def test_shy():
+    assert "_gradeflow_" not in os.environ.get("PYTEST_ADDOPTS", "")
+"""
+
+
+SETUP = "python -c \"open('built.txt', 'w').write('built')\""
+# Passes only where setup's output was laid into the workspace.
+BUILT = """
+from pathlib import Path
+
+
+def test_built():
+    assert Path("built.txt").read_text() == "built"
+"""
+
+
+def _repository(root: Path, extra: dict[str, str]) -> tuple[Path, str, str]:
+    repo = root / "calc"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
+    (repo / "tests" / "test_calc.py").write_text("from calc import sub\n\ndef test_sub():\n    assert sub(3, 1) == 2\n")
+    for name, text in extra.items():
+        (repo / "tests" / name).write_text(text)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
+    (repo / "tests" / "test_add.py").write_text("from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "fix add")
+    fix = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "checkout", "-q", base)
+    return repo, base, fix
+
+
+@pytest.fixture
+def commands(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Every command run in a local or isolated sandbox, with whether the grader's harness joined it."""
+    runs: list[tuple[str, bool]] = []
+    original = LocalSandbox.run
+
+    def counted(self: LocalSandbox, command: str, **kwargs: Any) -> Any:
+        runs.append((command, "-p _gradeflow_" in kwargs["env"].get("PYTEST_ADDOPTS", "")))
+        return original(self, command, **kwargs)
+
+    monkeypatch.setattr(LocalSandbox, "run", counted)
+    return runs
+
+
+def _suite_runs(commands: list[tuple[str, bool]]) -> tuple[int, int]:
+    """The runs of the test command: (plain, harnessed)."""
+    harnessed = [joined for command, joined in commands if "--junitxml" in command]
+    return harnessed.count(False), harnessed.count(True)
+
+
+def _task_new(repo: Path, base: str, fix: str, out: Path, repeat: int, *more: str) -> int:
+    argv = ["task", "new", "--repo", str(repo), "--base", base, "--fix-commit", fix, "--tests", COMMAND]
+    return main([*argv, "--repeat", str(repeat), "--out", str(out), *more])
+
+
+@pytest.mark.usefixtures("prefect")
+@pytest.mark.parametrize(("repeat", "plain", "harnessed"), [(3, 3, 3), (4, 5, 3), (1, 2, 3)])
+def test_each_side_runs_repeat_times_and_the_validation_runs_nothing_more(
+    repeat: int,
+    plain: int,
+    harnessed: int,
+    commands: list[tuple[str, bool]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo, base, fix = _repository(tmp_path, {})
+    out = tmp_path / "steady" / "task.yaml"
+    assert _task_new(repo, base, fix, out, repeat) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.startswith("VALID: steady")
+    # Plain: the base's runs before its baseline and the reference's before its grade. Harnessed: the baseline's
+    # health check and the two validation grades, each once (at least three on the base, two with the reference).
+    assert _suite_runs(commands) == (plain, harnessed)
+    tests = yaml.safe_load(out.read_text())["tests"]
+    assert (tests["fail_to_pass"], tests["pass_to_pass"]) == (
+        ["tests/test_add.py::test_add"],
+        ["tests/test_calc.py::test_sub"],
+    )
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_test_that_changes_in_the_validation_runs_is_quarantined_and_the_spec_validated_again(
+    commands: list[tuple[str, bool]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base, fix = _repository(tmp_path, {"test_shy.py": HARNESS_SHY})
+    out = tmp_path / "shy" / "task.yaml"
+    assert _task_new(repo, base, fix, out, 3) == 0, capsys.readouterr()
+    captured = capsys.readouterr()
+    assert captured.out.startswith("VALID: shy")
+    assert "a test changed outcome in a later run" in captured.err
+    tests = yaml.safe_load(out.read_text())["tests"]
+    assert tests["quarantine"] == ["tests/test_shy.py::test_shy"]
+    assert tests["pass_to_pass"] == ["tests/test_calc.py::test_sub"]
+    # The second validation builds the rewritten spec's baseline and grades it again: three more harnessed runs.
+    assert _suite_runs(commands) == (3, 6)
+
+
+@pytest.mark.usefixtures("prefect")
+def test_setup_runs_once_for_the_runs_and_the_validation(
+    commands: list[tuple[str, bool]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, base, fix = _repository(tmp_path, {"test_built.py": BUILT})
+    out = tmp_path / "built" / "task.yaml"
+    assert _task_new(repo, base, fix, out, 3, "--setup", SETUP) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.startswith("VALID: built")
+    assert "tests/test_built.py::test_built" in yaml.safe_load(out.read_text())["tests"]["pass_to_pass"]
+    # The environment setup built for the plain runs is the written spec's: its baseline finds it, not rebuilds it.
+    assert [command for command, _ in commands].count(SETUP) == 1
+    assert _suite_runs(commands) == (3, 3)
