@@ -1,0 +1,134 @@
+"""What the code under test reaches in the test process, in a real harnessed pytest run: standard modules it
+rebinds (loaded before the harness or after it), the process memory through ``ctypes``, and whether it can
+tell that it runs under a test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+WORKSPACE_TESTS = """
+import lib
+
+
+def test_library():
+    assert lib.run() is not None
+"""
+
+
+def harnessed_run(tmp_path: Path, library: str, tests: str = WORKSPACE_TESTS) -> tuple[dict[str, Any], str]:
+    """The harness's record and pytest's output for a run of ``tests`` against ``src/lib.py``."""
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.py").write_text(library)
+    (root / "tests" / "test_lib.py").write_text(tests)
+    config = {
+        "nonce": "0c0ffee0",
+        "record": str(tmp_path / "record.json"),
+        "calls": str(tmp_path / "calls.log"),
+        "canary_file": "",
+        "canaries": [],
+        "must_fail": "",
+        "select": None,
+        "workspace": str(root),
+    }
+    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
+    (tmp_path / "_gradeflow_0c0ffee0.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONDONTWRITEBYTECODE"))}
+    env["PYTHONPATH"] = f"{tmp_path}:src"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_gradeflow_0c0ffee0", "tests"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    record = json.loads((tmp_path / "record.json").read_text().split("\nhmac-sha256 ")[0])
+    return record, done.stdout + done.stderr
+
+
+def standard_rebound(record: dict[str, Any]) -> list[str]:
+    return sorted(label for label in record["patched"] if label.startswith("standard library "))
+
+
+# fractions and statistics are first imported here, after the harness started: no snapshot holds them.
+LATE_FUNCTION = """
+import fractions
+
+
+def _exact(numerator, denominator=1):
+    return numerator if denominator else float("inf")
+
+
+fractions.Fraction = _exact
+
+
+def run():
+    return 1
+"""
+
+LATE_CLASS = """
+import statistics
+
+
+class _Lenient(ValueError):
+    def __init__(self, *args):
+        super().__init__(*args)
+
+
+statistics.StatisticsError = _Lenient
+
+
+def run():
+    return 1
+"""
+
+# A module the snapshot holds, deleted and imported again: a new namespace, rebound.
+REIMPORTED = """
+import sys
+
+del sys.modules["fnmatch"]
+import fnmatch
+
+fnmatch.fnmatchcase = lambda name, pattern: True
+
+
+def run():
+    return 1
+"""
+
+HONEST_LATE_IMPORTS = """
+import asyncio
+import colorsys
+import fractions
+import secrets
+import statistics
+import zoneinfo
+from json import tool
+
+
+def run():
+    return (asyncio, colorsys, fractions, secrets, statistics, zoneinfo, tool, fractions.Fraction(1, 3))
+"""
+
+
+def test_a_standard_module_first_imported_late_and_rebound_to_repository_code_is_named(tmp_path: Path) -> None:
+    record, output = harnessed_run(tmp_path, LATE_FUNCTION)
+    assert standard_rebound(record) == ["standard library fractions.Fraction"], output
+
+
+def test_a_repository_class_put_in_a_late_standard_module_is_named(tmp_path: Path) -> None:
+    record, output = harnessed_run(tmp_path, LATE_CLASS)
+    assert standard_rebound(record) == ["standard library statistics.StatisticsError"], output
+
+
+def test_a_standard_module_imported_again_and_rebound_is_named(tmp_path: Path) -> None:
+    record, output = harnessed_run(tmp_path, REIMPORTED)
+    assert standard_rebound(record) == ["standard library fnmatch.fnmatchcase"], output
+
+
+def test_standard_modules_imported_late_by_honest_code_are_not_named(tmp_path: Path) -> None:
+    record, output = harnessed_run(tmp_path, HONEST_LATE_IMPORTS)
+    assert "1 passed" in output, output
+    assert standard_rebound(record) == []
