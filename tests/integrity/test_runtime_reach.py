@@ -21,13 +21,17 @@ def test_library():
 """
 
 
-def harnessed_run(tmp_path: Path, library: str, tests: str = WORKSPACE_TESTS) -> tuple[dict[str, Any], str]:
-    """The harness's record and pytest's output for a run of ``tests`` against ``src/lib.py``."""
+def harnessed_run(
+    tmp_path: Path, library: str, tests: str = WORKSPACE_TESTS, installed: str = ""
+) -> tuple[dict[str, Any], str]:
+    """The harness's record and pytest's output for a run of ``tests`` against ``src/lib.py``; ``installed`` is
+    the module ``helper``, outside the workspace as an installed package is."""
     root = tmp_path / "repo"
     (root / "src").mkdir(parents=True)
     (root / "tests").mkdir()
     (root / "src" / "lib.py").write_text(library)
     (root / "tests" / "test_lib.py").write_text(tests)
+    (tmp_path / "helper.py").write_text(installed)
     config = {
         "nonce": "0c0ffee0",
         "record": str(tmp_path / "record.json"),
@@ -132,3 +136,101 @@ def test_standard_modules_imported_late_by_honest_code_are_not_named(tmp_path: P
     record, output = harnessed_run(tmp_path, HONEST_LATE_IMPORTS)
     assert "1 passed" in output, output
     assert standard_rebound(record) == []
+
+
+def refused(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(event, what) of every refusal the audit hook noted, the what cut to its first word."""
+    return sorted((event, detail.split(" ")[0]) for event, _where, detail in record["audit"] if "refused" in event)
+
+
+# Each way to the process's memory, tried by the repository's code: each must be refused (a PermissionError).
+MEMORY_READS = """
+import concurrent.futures
+import os
+import sys
+
+SECRET = b"a secret of the process"
+
+
+def attempts(ctypes):
+    address = id(SECRET)
+    yield "string_at", lambda: ctypes.string_at(address, 40)
+    yield "from_address", lambda: (ctypes.c_char * 40).from_address(address).raw
+    yield "from_buffer", lambda: ctypes.POINTER(ctypes.c_char).from_buffer(bytearray(address.to_bytes(8, "little")))
+    yield "pythonapi", lambda: ctypes.pythonapi.PyObject_Repr
+    yield "libc", lambda: ctypes.CDLL(None).process_vm_readv
+    yield "executor", lambda: concurrent.futures.ThreadPoolExecutor(1).submit(ctypes.string_at, address, 40).result()
+    yield "proc-mem-link", lambda: os.symlink("/proc/self/mem", os.path.join(os.environ["SCRATCH"], "m"))
+    folder = os.open("/proc/self", os.O_RDONLY)
+    yield "proc-mem-dir-fd", lambda: os.open("mem", os.O_RDONLY, dir_fd=folder)
+
+
+def run():
+    outcomes = {}
+    try:
+        import ctypes
+    except PermissionError:
+        outcomes["import"] = "refused"
+    import helper  # an installed package that loads ctypes for itself, and may use it
+
+    outcomes["helper"] = helper.peek(SECRET)
+    ctypes = sys.modules["ctypes"]
+    for name, attempt in attempts(ctypes):
+        try:
+            attempt()
+            outcomes[name] = "done"
+        except PermissionError:
+            outcomes[name] = "refused"
+    return outcomes
+"""
+
+HELPER = """
+import ctypes
+
+
+def peek(value):
+    return ctypes.string_at(id(value), 8) is not None and "read"
+"""
+
+MEMORY_TESTS = """
+import lib
+
+
+def test_library():
+    assert lib.run() == {
+        "import": "refused", "helper": "read", "string_at": "refused", "from_address": "refused",
+        "from_buffer": "refused", "pythonapi": "refused", "libc": "refused", "executor": "refused",
+        "proc-mem-link": "refused", "proc-mem-dir-fd": "refused",
+    }
+"""
+
+
+def test_the_repositorys_ways_to_the_process_memory_are_refused_and_an_installed_packages_ctypes_works(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("SCRATCH", str(tmp_path))
+    record, output = harnessed_run(tmp_path, MEMORY_READS, MEMORY_TESTS, installed=HELPER)
+    assert "1 passed" in output, output
+    assert {event for event, _what in refused(record)} >= {
+        "refused:import",
+        "refused:ctypes.string_at",
+        "refused:ctypes.cdata",
+        "refused:ctypes.dlsym",
+        "refused:ctypes.dlopen",
+        "refused:open",
+        "refused:os.symlink",
+    }
+
+
+NO_CTYPES = """
+import sys
+
+
+def run():
+    return "ctypes" not in sys.modules or None
+"""
+
+
+def test_the_harness_leaves_no_ctypes_module_loaded(tmp_path: Path) -> None:
+    _record, output = harnessed_run(tmp_path, NO_CTYPES)
+    assert "1 passed" in output, output
