@@ -234,3 +234,28 @@ def run():
 def test_the_harness_leaves_no_ctypes_module_loaded(tmp_path: Path) -> None:
     _record, output = harnessed_run(tmp_path, NO_CTYPES)
     assert "1 passed" in output, output
+
+
+# The repository's code looks for pytest's marks in the environment, built from harmless pieces.
+ENVIRONMENT_MARKS = """
+import os
+
+
+def run():
+    names = os.environ.copy()
+    return sorted(name for name in names if name.endswith(("_CURRENT_TEST", "_VERSION")) and name[:2] == "PY")
+"""
+
+ENVIRONMENT_TESTS = """
+import lib
+
+
+def test_library():
+    assert lib.run() == []
+"""
+
+
+def test_pytests_marks_of_a_running_test_are_not_in_the_environment(tmp_path: Path) -> None:
+    record, output = harnessed_run(tmp_path, ENVIRONMENT_MARKS, ENVIRONMENT_TESTS)
+    assert "1 passed" in output, output
+    assert record["patched"] == []
