@@ -5,17 +5,21 @@ imports (``from os import _exit as bye; bye(0)`` is ``os._exit``) and through on
 (``t = __import__('time'); t.time = f``); ``getattr(X, 'name')``, ``X.__dict__['name']``,
 ``vars(X)['name']``, ``sys.modules['name']`` and ``globals()['name']`` resolve too. A name that no import
 binds and that is no builtin is a local variable, so ``def f(time): time.x = 1`` is not the clock. A string
-folded from literals (``'py' + 'test'``, f-strings of literals, ``''.join([...])``, ``[::-1]``) counts as
-a literal. Nothing else is followed: no data flow through variables, calls or other modules. Docstrings
-and other bare string statements are skipped. A source that does not parse gives ``None``: that is not a
-finding (Python cannot import it either). One the parser cannot hold (nesting deep enough for
-``RecursionError``, a tree too big for memory) is a finding: the scan did not read it. A walk checks its
-:class:`~gradeflow.integrity.bounded.Deadline` as it goes.
+folded from literals (``'py' + 'test'``, f-strings of literals, ``''.join([...])``, ``[::-1]``,
+``chr(112)``, ``bytes([112, ...]).decode()``, ``''.join(map(chr, [...]))``, ``bytes.fromhex``, ``base64``
+and ``rot13`` decoding of a literal) counts as a literal. Nothing else is followed: no data flow through
+variables, calls or other modules. Docstrings and other bare string statements are skipped. A source that
+does not parse gives ``None``: that is not a finding (Python cannot import it either). One the parser
+cannot hold (nesting deep enough for ``RecursionError``, a tree too big for memory) is a finding: the scan
+did not read it. A walk checks its :class:`~gradeflow.integrity.bounded.Deadline` as it goes.
 """
 
 from __future__ import annotations
 
 import ast
+import base64
+import binascii
+import codecs
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +39,7 @@ from gradeflow.integrity.tamper_rules import (
     module_rule,
     names_pytest_module,
     rebind_rule,
+    runner_rule,
 )
 from gradeflow.models.evidence import TamperFinding, TamperKind
 
@@ -57,6 +62,17 @@ _PATH_WRITES = frozenset({"write_text", "write_bytes", "open", "touch"})
 _ARGV_PARSERS = frozenset({"parse_known_args", "parse_known_intermixed_args"})
 _STRING_METHODS = frozenset({"join", "decode", "lower", "format"})
 _OWN_PROCESS = frozenset({"os.getpid", "os.getppid", "os.getpgrp", "os.getpgid"})
+_DECODERS = {
+    **{name: getattr(base64, name) for name in ("b64decode", "urlsafe_b64decode", "b32decode", "b16decode")},
+    **{name: getattr(base64, name) for name in ("b85decode", "a85decode")},
+}
+_ITERATING = frozenset({"list", "tuple", "sorted", "set", "frozenset", "dict", "iter", "next", "reversed", "enumerate"})
+_ITERATING |= frozenset({"any", "all", "filter", "map", "zip", "max", "min", "sum"})
+_VIEWS = frozenset({"keys", "items", "values", "copy"})
+_RUNNER_WORDS = ("test", "current", "runner")
+"""Words of a literal that, beside a walk through the environment, say what is looked for."""
+_INTROSPECTED = frozenset({"sys", "inspect", "traceback"})
+"""Modules whose attributes looked up by a computed name are a finding (``getattr(sys, name)``)."""
 
 
 _CHECK_EVERY = 4096
@@ -161,12 +177,18 @@ def _fold(node: ast.AST | None, budget: list[int] | None = None) -> tuple[str, b
     if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and _reverses(node.slice):
         text, complete = _fold(node.value, budget)
         return (text[::-1], True) if complete else ("", False)
+    decoded = _decoded(node) if isinstance(node, ast.Call) else None
+    if decoded is not None:
+        return decoded, True
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STRING_METHODS:
         receiver, complete = _fold(node.func.value, budget)
         if node.func.attr == "format":
             return receiver.split("{", 1)[0], complete and "{" not in receiver
         items = node.args[0] if len(node.args) == 1 else None
         if node.func.attr == "join":
+            characters = _characters(items) if complete else None
+            if characters is not None:
+                return receiver.join(characters), True
             return (
                 _fold_parts(items.elts, receiver, budget)
                 if complete and isinstance(items, ast.List | ast.Tuple)
@@ -175,6 +197,62 @@ def _fold(node: ast.AST | None, budget: list[int] | None = None) -> tuple[str, b
         literal_args = complete and all(_text(a) is not None for a in node.args)
         return (receiver.lower() if node.func.attr == "lower" else receiver), literal_args
     return "", False
+
+
+def _ints(node: ast.AST | None) -> list[int] | None:
+    """The values of a list or tuple of small integer literals (code points, bytes), else ``None``."""
+    if not isinstance(node, ast.List | ast.Tuple) or len(node.elts) > _FOLD_BUDGET:
+        return None
+    values = [_int(element) for element in node.elts]
+    return [v for v in values if v is not None] if all(v is not None and 0 <= v < 0x110000 for v in values) else None
+
+
+def _characters(items: ast.AST | None) -> list[str] | None:
+    """The characters of ``map(chr, [...])`` or ``(chr(c) for c in [...])``: what ``''.join`` would make."""
+    mapped = isinstance(items, ast.Call) and isinstance(items.func, ast.Name) and items.func.id == "map"
+    if mapped and isinstance(items, ast.Call) and len(items.args) == 2:
+        codes = _ints(items.args[1]) if isinstance(items.args[0], ast.Name) and items.args[0].id == "chr" else None
+        return [chr(code) for code in codes] if codes is not None else None
+    if not (isinstance(items, ast.GeneratorExp | ast.ListComp) and len(items.generators) == 1):
+        return None
+    loop, element = items.generators[0], items.elt
+    target = loop.target.id if isinstance(loop.target, ast.Name) and not loop.ifs else None
+    if not (isinstance(element, ast.Call) and isinstance(element.func, ast.Name) and element.func.id == "chr"):
+        return None
+    argument = element.args[0] if len(element.args) == 1 else None
+    codes = _ints(loop.iter) if isinstance(argument, ast.Name) and argument.id == target else None
+    return [chr(code) for code in codes] if codes is not None else None
+
+
+def _decoded(call: ast.Call) -> str | None:
+    """A string (bytes as latin-1) spelled by a call on literals: ``chr(112)``, ``bytes([112, 121])``,
+    ``bytes.fromhex('7079')``, ``base64.b64decode('cHk=')``, ``codecs.decode('clgrfg', 'rot13')``."""
+    func, args = call.func, call.args
+    try:
+        if isinstance(func, ast.Name) and len(args) == 1:
+            if func.id == "chr" and _int(args[0]) is not None:
+                return chr(_int(args[0]) or 0)
+            codes = _ints(args[0]) if func.id in ("bytes", "bytearray") else None
+            return bytes(codes).decode("latin-1") if codes is not None and max(codes, default=0) < 256 else None
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and args):
+            return None
+        owner, text = func.value.id, _text(args[0])
+        if text is None:
+            return None
+        if owner in ("bytes", "bytearray") and func.attr == "fromhex":
+            return bytes.fromhex(text).decode("latin-1")
+        if owner == "base64" and func.attr in _DECODERS:
+            return _DECODERS[func.attr](text).decode("latin-1")
+        if owner == "codecs" and func.attr == "decode" and len(args) == 2 and _text(args[1]) in ("rot13", "rot_13"):
+            return codecs.decode(text, "rot13")
+    except (ValueError, binascii.Error, OverflowError):
+        return None
+    return None
+
+
+def _view(func: ast.Attribute) -> bool:
+    """``.keys()``, ``.items()``, ``.values()`` or ``.copy()``: the same names or values, walked the same way."""
+    return func.attr in _VIEWS
 
 
 def _fold_parts(parts: list[ast.expr], separator: str, budget: list[int]) -> tuple[str, bool]:
@@ -266,6 +344,12 @@ class _Scanner:
             ast.Compare: self._compare,
             ast.BinOp: self._folded,
             ast.Constant: self._constant,
+            ast.For: self._loop,
+            ast.AsyncFor: self._loop,
+            ast.ListComp: self._comprehension,
+            ast.SetComp: self._comprehension,
+            ast.DictComp: self._comprehension,
+            ast.GeneratorExp: self._comprehension,
         }
         for assign in bindings.assigns:  # ``t = importlib.import_module('time')`` makes ``t`` the module
             name, value = assign.targets[0], assign.value
@@ -477,6 +561,20 @@ class _Scanner:
             rule = identifier_rule(attribute, attribute=True) if literal else None
             if rule is not None:
                 self._hit(node, rule[0], attribute, rule[1])
+            owner = self._simple(node.args[0])
+            if not literal and owner in _INTROSPECTED:
+                kind, message = runner_rule(f"looks up {owner}.<name computed at run time>")
+                self._hit(node, kind, f"getattr({owner}, non-literal)", message)
+        if (isinstance(node.func, ast.Name) and node.func.id in ("chr", "bytes", "bytearray")) or _decoded(node):
+            self._folded(node)
+        if name in _ITERATING:
+            for argument in node.args:
+                self._walked(node, argument)
+        if name == "warnings.catch_warnings" and any(
+            k.arg == "record" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords
+        ):
+            kind, message = runner_rule("records warnings, each with the file that called (a test's)")
+            self._hit(node, kind, "warnings.catch_warnings(record=True)", message)
         self._patcher(node, name)
         self._xml_write(node, name)
         self._argv_parser(node)
@@ -515,7 +613,13 @@ class _Scanner:
                 self._hit(key_node, "dynamic-exec", "sys.modules[non-literal]", message)
             return
         self._consume(key_node)
-        if names_pytest_module(key):
+        for kind, detail, message in literal_rules(key):
+            if kind == "runner-detection":
+                self._hit(key_node, kind, detail, f"a literal {message}")
+        if key == "__main__":
+            kind, message = runner_rule("reads the main module (the test runner's, under test)")
+            self._hit(key_node, kind, "sys.modules['__main__']", message)
+        elif names_pytest_module(key):
             self._hit(key_node, "pytest-internals", f"sys.modules[{key!r}]", f"looks up pytest's module {key!r}")
         elif store:
             self._rebind_hit(key_node, key, f"sys.modules[{key!r}] =")
@@ -530,6 +634,38 @@ class _Scanner:
     def _compare(self, node: ast.Compare) -> None:
         if isinstance(node.ops[0], ast.In | ast.NotIn) and self._simple(node.comparators[0]) == "sys.modules":
             self._modules_key(node.left, store=False, access=False)  # a membership test reaches no module
+
+    def _loop(self, node: ast.For | ast.AsyncFor) -> None:
+        self._walked(node, node.iter)
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp) -> None:
+        for loop in node.generators:
+            self._walked(node, loop.iter)
+
+    def _walked(self, context: ast.AST, iterated: ast.AST) -> None:
+        """``iterated`` walked through in ``context`` (a loop, a comprehension, ``any(...)``): every module's name
+        (``sys.modules``), or the environment's variables beside a literal that says what is looked for."""
+        for _ in range(8):  # sys.modules.items(), list(os.environ), sorted(sys.modules.keys()) ...
+            if isinstance(iterated, ast.Call) and isinstance(iterated.func, ast.Attribute) and _view(iterated.func):
+                iterated = iterated.func.value
+            elif isinstance(iterated, ast.Call) and self._callee(iterated) in _ITERATING and iterated.args:
+                iterated = iterated.args[0]
+            else:
+                break
+        chain = self._chain(iterated)
+        if chain == "sys.modules":
+            kind, message = runner_rule("walks through every loaded module's name")
+            self._hit(iterated, kind, "iterates sys.modules", message)
+        elif chain == "os.environ" and self._says_runner(context):
+            kind, message = runner_rule("walks through the environment's variables for a test's")
+            self._hit(iterated, kind, "iterates os.environ", message)
+
+    def _says_runner(self, context: ast.AST) -> bool:
+        for node in _nodes(context):
+            text, complete = _fold(node) if isinstance(node, ast.Constant | ast.BinOp | ast.Call) else ("", False)
+            if complete and any(word in text.lower() for word in _RUNNER_WORDS):
+                return True
+        return False
 
     def _patcher(self, node: ast.Call, name: str) -> None:
         """``setattr(time, 'time', f)``, ``mock.patch('time.time')``, ``time.__dict__.update(...)`` and the like."""

@@ -28,6 +28,7 @@ __all__ = [
     "module_rule",
     "names_pytest_module",
     "rebind_rule",
+    "runner_rule",
 ]
 
 Rule = tuple[TamperKind, str]
@@ -37,6 +38,9 @@ _PYTEST = "reaches into pytest's machinery"
 _EXITS = "exits the process at once, skipping the test runner's own reporting"
 _REPLACES = "replaces the process, skipping the test runner's own reporting"
 _FRAMES = "reads the call stack (how code reaches the test runner's frames)"
+_RUNNER = "looks for the test runner (how code behaves one way under test and another for a real caller)"
+_NAMES_RUNNER = "names {}: it " + _RUNNER
+_NAMES_CURRENT_TEST = "names {}, pytest's mark of a running test: it " + _RUNNER
 _ARGV = "reads the command line (where the report path is) outside a __main__ block"
 _LOADS = "loads code from a file by its path, which the scan does not read"
 _UNPICKLES = "unpickles data, which calls whatever functions the data names (code the scan cannot read)"
@@ -87,6 +91,11 @@ CHAINS: dict[str, Rule] = {
     "inspect.stack": ("frame-walk", _FRAMES),
     "inspect.getouterframes": ("frame-walk", "reads the calling frames"),
     "traceback.walk_stack": ("frame-walk", _FRAMES),
+    **{f"traceback.{name}": ("frame-walk", _FRAMES) for name in ("extract_stack", "format_stack", "print_stack")},
+    "traceback.StackSummary.extract": ("frame-walk", _FRAMES),
+    "inspect.trace": ("frame-walk", "reads the frames an exception passed through"),
+    "inspect.getinnerframes": ("frame-walk", "reads the frames an exception passed through"),
+    "sys._getframemodulename": ("frame-walk", "reads the module of a calling frame"),
     "atexit.register": ("atexit", "registers code that runs after the tests, when it can rewrite their report"),
     "atexit._run_exitfuncs": ("atexit", "runs the exit handlers by hand"),
     "threading._register_atexit": ("atexit", "registers code that runs after the tests"),
@@ -166,6 +175,7 @@ BUILTIN_NAMES = frozenset({*dir(builtins), "__builtins__", "__builtin__"})
 _CLOCK_CHAINS = frozenset({"datetime.datetime", "datetime.date", "timeit.default_timer"})
 _CLOCK_NAMES = frozenset({"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time"})
 _HOOKS = frozenset({"sys.excepthook", "sys.unraisablehook", "sys.breakpointhook", "threading.excepthook"})
+_WARNING_HOOKS = frozenset({"warnings.showwarning", "warnings.formatwarning", "warnings._showwarnmsg"})
 
 
 def rebind_rule(chain: str) -> Rule | None:
@@ -178,6 +188,8 @@ def rebind_rule(chain: str) -> Rule | None:
         return "builtins-rebind", f"rebinds a builtin ({chain}) for every module of the run"
     if chain in _HOOKS:
         return "settrace", f"replaces {chain}, a process hook that runs outside the tests' own flow"
+    if chain in _WARNING_HOOKS:
+        return "runner-detection", f"replaces {chain}, which is handed the file that called (a test's): it {_RUNNER}"
     if names_pytest_module(chain):
         return "pytest-internals", f"replaces {chain}, which the tests call to check an outcome ({_PYTEST})"
     return None
@@ -198,6 +210,9 @@ _ATTRIBUTES: dict[str, Rule] = {
     "cell_contents": ("function-internals", "reads or rewrites a closure cell (where a plugin keeps its state)"),
     "__defaults__": ("function-internals", "reaches into a function's default arguments"),
     "__kwdefaults__": ("function-internals", "reaches into a function's default arguments"),
+    "f_globals": ("frame-walk", "reads another frame's module (which file called: a test's?)"),
+    "tb_frame": ("frame-walk", "takes a frame from a traceback (how code reaches its callers' frames)"),
+    **{name: ("frame-walk", "takes a generator's frame") for name in ("gi_frame", "cr_frame", "ag_frame")},
 }
 """Attribute names that are suspect only as attributes (a variable called ``cmdline`` is fine)."""
 
@@ -212,6 +227,8 @@ _LITERALS: list[tuple[re2._Regexp, TamperKind, str]] = [
     (re2.compile(r"\b(?:site|user)customize\b"), "startup-hook", "names {}, which runs at interpreter start"),
     (re2.compile(r"\.pth\z"), "startup-hook", "names a {} file, whose import lines run at interpreter start"),
     (re2.compile(r"/cmdline\b"), "argv-read", "reads a process's command line ({})"),
+    (re2.compile(r"\A(?:_?pytest|py\.test|PYTEST|unittest|xdist)[._]?\z"), "runner-detection", _NAMES_RUNNER),
+    (re2.compile(r"(?i)current_?test"), "runner-detection", _NAMES_CURRENT_TEST),
 ]
 """Patterns over a literal's text, on re2: linear in the text, so no literal makes the scan slow (Python's
 engine took quadratic time on ``[*?]\\S*\\.xml`` over a million ``*``). re2's ``\\b`` and ``\\w`` are ASCII."""
@@ -252,6 +269,11 @@ def literal_rules(text: str) -> list[tuple[TamperKind, str, str]]:
             token = match.group(0).lower() if kind == "report-path" else match.group(0)
             found.setdefault((kind, token[:80]), message.format(repr(token[:80])))
     return [(kind, detail, message) for (kind, detail), message in found.items()]
+
+
+def runner_rule(what: str) -> Rule:
+    """The rule for code that looks for the test runner in a way no single name shows: ``what`` it does."""
+    return "runner-detection", f"{what}: it {_RUNNER}"
 
 
 def names_pytest_module(name: str) -> bool:

@@ -189,12 +189,14 @@ TamperKind = Literal[
     "os-exit",
     "pytest-internals",
     "report-path",
+    "runner-detection",
     "settrace",
     "startup-hook",
     "time-rebind",
     "unscannable",
 ]
-"""What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders."""
+"""What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders, or
+whether a test runner is running (``runner-detection``: code that behaves one way under test)."""
 
 
 class TamperFinding(BaseModel):
