@@ -17,15 +17,21 @@ opens files, so the audit hook sees its ordinary traffic), pytest alone against 
 plugin (its test-module namespace checks included) without its audit hook, with it, and with it and the
 channel a grade hands it on standard input (the run's signing key alone, then with the test modules it
 serves from memory instead of reading them from disk), side by side (target: the plugin as a grade runs
-it ≤ 0.2 s over the raw run).
+it ≤ 0.2 s over the raw run). Each run is timed twice: wall time, and the CPU time (user + system) the
+run's process used, which a shared machine's other load disturbs far less; the medians are compared.
+``--against TEMPLATE`` adds the plugin as a grade runs it built from another template (an older
+``plugin.py.txt``), alternated with the others, and prints the difference between the two.
+``--no-grade`` skips the first part.
 
-    python bench/sealing.py [N]
+    python bench/sealing.py [N] [--against TEMPLATE] [--no-grade]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -144,7 +150,10 @@ def _thousand_tests(root: Path) -> None:
     )
 
 
-def _plugin(root: Path, out: Path, audit: bool, channel: bool = False) -> str:
+TEMPLATE = Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt"
+
+
+def _plugin(root: Path, out: Path, audit: bool, channel: bool = False, template: Path = TEMPLATE) -> str:
     """The harness plugin's source for a run over ``root`` (its audit hook on or off, reading the channel or not)."""
     config = {
         "nonce": "0bec0000",
@@ -157,11 +166,18 @@ def _plugin(root: Path, out: Path, audit: bool, channel: bool = False) -> str:
         "workspace": str(root) if audit else None,
         "channel": channel,
     }
-    template = (Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt").read_text()
-    return template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
+    return template.read_text().replace("__GRADEFLOW_CONFIG__", json.dumps(config))
 
 
-def audit_cost(n: int) -> None:
+def _timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None) -> tuple[float, float]:
+    """Wall time and the child's CPU time (user + system) of one run."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, input=stdin, capture_output=True, check=False)
+    wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def audit_cost(n: int, against: Path | None = None) -> None:
     """pytest alone, with the plugin, and with the plugin's audit hook, on 1,000 tests."""
     scratch = Path(tempfile.mkdtemp(prefix="gradeflow-bench-audit-"))
     root, out = scratch / "repo", scratch / "out"
@@ -182,34 +198,71 @@ def audit_cost(n: int) -> None:
             (out / name / f"{harness.module}.py").write_text(_plugin(root, out, audit, channel))
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
         env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
+        handed = ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"})
         runs = {
             "raw": (base, env),
             "plugin, no audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'plain'}:src"}),
             "plugin + audit": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'audited'}:src"}),
-            "+ key": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"}),
-            "+ key, served": ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"}),
+            "+ key": handed,
+            "+ key, served": handed,
         }
         stdin = {"+ key": json.dumps({"key": harness.key}).encode(), "+ key, served": harness.channel(str(root))}
-        samples: dict[str, list[float]] = {label: [] for label in runs}
-        for _ in range(n + 1):
+        if against is not None:
+            (out / "against").mkdir()
+            (out / "against" / f"{harness.module}.py").write_text(_plugin(root, out, True, True, against))
+            runs["against"] = ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'against'}:src"})
+            stdin["against"] = stdin["+ key, served"]
+        walls: dict[str, list[float]] = {label: [] for label in runs}
+        cpus: dict[str, list[float]] = {label: [] for label in runs}
+        for round_ in range(n + 1):  # the first round warms caches and is dropped
             for label, (argv, variables) in runs.items():
-                started = time.perf_counter()
-                subprocess.run(argv, cwd=root, env=variables, input=stdin.get(label), capture_output=True, check=False)
-                samples[label].append(time.perf_counter() - started)
-        means = {label: statistics.mean(values[1:]) for label, values in samples.items()}
-        print("1,000 tests: " + "  ".join(f"{label} {mean:.3f} s" for label, mean in means.items()))
-        hook = means["plugin + audit"] - means["plugin, no audit"]
-        key, served = means["+ key"] - means["plugin + audit"], means["+ key, served"] - means["+ key"]
-        over = means["+ key, served"] - means["raw"]
-        print(f"audit hook: {hook:+.3f} s; signing key: {key:+.3f} s; test modules served from memory: {served:+.3f} s")
-        print(
-            f"the plugin as a grade runs it (audit, namespace checks, signing, served modules) over raw: {over:+.3f} s"
+                wall, cpu = _timed(argv, root, variables, stdin.get(label))
+                if round_:
+                    walls[label].append(wall)
+                    cpus[label].append(cpu)
+        _print_audit_cost(
+            {label: statistics.median(values) for label, values in walls.items()},
+            {label: statistics.median(values) for label, values in cpus.items()},
+            n,
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _print_audit_cost(wall: dict[str, float], cpu: dict[str, float], n: int) -> None:
+    print(f"1,000 tests, median of {n} (wall / CPU):")
+    for label in wall:
+        print(
+            f"{label:>17}: {wall[label]:.3f} s / {cpu[label]:.3f} s  "
+            f"over raw {wall[label] - wall['raw']:+.3f} s / {cpu[label] - cpu['raw']:+.3f} s"
+        )
+
+    def step(label: str, before: str) -> str:
+        return f"{wall[label] - wall[before]:+.3f} s / {cpu[label] - cpu[before]:+.3f} s"
+
+    print(
+        f"namespace checks and the rest of the plugin: {step('plugin, no audit', 'raw')}; "
+        f"audit hook: {step('plugin + audit', 'plugin, no audit')}; signing key: {step('+ key', 'plugin + audit')}; "
+        f"test modules served from memory: {step('+ key, served', '+ key')}"
+    )
+    print(
+        "the plugin as a grade runs it (audit, namespace checks, signing, served modules) over raw: "
+        f"{step('+ key, served', 'raw')} (wall / CPU; target <= +0.2 s)"
+    )
+    if "against" in wall:
+        print(f"this template against the other: {step('+ key, served', 'against')} (wall / CPU)")
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("runs", nargs="?", type=int, default=10, help="rounds of each step (a first one is dropped)")
+    parser.add_argument("--against", type=Path, help="another plugin template, run as a grade runs the plugin")
+    parser.add_argument("--no-grade", action="store_true", help="only the 1,000-test part")
+    return parser.parse_args()
+
+
 if __name__ == "__main__":
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-    main(runs)
-    audit_cost(runs)
+    arguments = _arguments()
+    if not arguments.no_grade:
+        main(arguments.runs)
+    audit_cost(arguments.runs, arguments.against)
