@@ -59,6 +59,8 @@ class Case:
     works_unguarded: bool = False
     not_expected: tuple[str, ...] = ()
     deadline: float | None = None
+    profile: str | None = None
+    """The scoring profile it is graded under (``strict``); ``None``: the default."""
 
     @property
     def is_control(self) -> bool:
@@ -87,6 +89,7 @@ def load_cases() -> list[Case]:
                 works_unguarded=entry.get("works_unguarded", False),
                 not_expected=tuple(entry.get("not_expected", ())),
                 deadline=entry.get("deadline"),
+                profile=entry.get("profile"),
             )
         )
     return cases
@@ -340,7 +343,9 @@ def grade_case(case: Case, sandbox: str, scratch: Path, prefect_env: dict[str, s
         sub = submission(case, folder)
         if case.deadline is not None:
             return _graded_in_child(case, sandbox, sub, prefect_env, started)
-        result = grade(load_task(case.task_file), submission_id=case.name, sandbox=sandbox, **sub.kwargs())
+        result = grade(
+            load_task(case.task_file), submission_id=case.name, sandbox=sandbox, profile=case.profile, **sub.kwargs()
+        )
         return Outcome.of(case, sandbox, result, time.perf_counter() - started)
     except Exception as exc:  # the outcome reports it; the case's test fails on it
         return Outcome(case, sandbox, time.perf_counter() - started, error=f"{type(exc).__name__}: {exc}")
@@ -353,9 +358,9 @@ _CHILD = """
 import json, sys
 from pathlib import Path
 from gradeflow import grade, load_task
-task, sandbox, name, kind, value = sys.argv[1:6]
+task, sandbox, name, kind, value, profile = sys.argv[1:7]
 kwargs = {"workspace": Path(value)} if kind == "workspace" else {"patch": Path(value)}
-result = grade(load_task(task), submission_id=name, sandbox=sandbox, **kwargs)
+result = grade(load_task(task), submission_id=name, sandbox=sandbox, profile=profile or None, **kwargs)
 print(json.dumps(result.model_dump(mode="json", exclude={"patch"})))
 """
 
@@ -365,7 +370,7 @@ def _graded_in_child(case: Case, sandbox: str, sub: Submission, prefect_env: dic
         kind, value = "workspace", str(sub.workspace)
     else:
         kind, value = "patch", str(sub.patch)
-    argv = [sys.executable, "-c", _CHILD, str(case.task_file), sandbox, case.name, kind, value]
+    argv = [sys.executable, "-c", _CHILD, str(case.task_file), sandbox, case.name, kind, value, case.profile or ""]
     with subprocess.Popen(
         argv, env={**os.environ, **prefect_env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     ) as child:
