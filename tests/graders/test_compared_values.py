@@ -6,7 +6,7 @@ import pytest
 
 from builders import make_task
 from gradeflow.graders import GradingContext, InMemoryWorkspace, PatchTestsEvidence, TestEvidenceGrader, TestGrader
-from gradeflow.graders.compared_values import redefined_equality
+from gradeflow.graders.compared_values import equal_to_anything, redefined_equality
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestCaseResult, TestRunEvidence
 
@@ -14,6 +14,7 @@ T = "tests/test_mean.py::test_mean_of_nothing"
 EQ = "./tests/test_mean.py:7:{}:__eq__"
 NONE, INT = "e NoneType", "e int"
 ALWAYS = "r Nothing (Nothing.__eq__)"
+ANY = "a _ANY (equal to anything)"
 POINT = "r Point (Point.__eq__)"
 
 
@@ -101,3 +102,79 @@ def test_a_regression_test_passing_on_an_always_equal_value_proves_nothing() -> 
     assert (component.score, component.passed, component.reason_codes) == (0.25, False, ["equality-from-repository"])
     assert component.details["proving"] == []
     assert list(component.details["compared_values"]) == ["tests.test_mean::test_mean_of_nothing"]
+
+
+P = "tests/test_calc.py::test_add"
+
+
+@pytest.mark.parametrize(
+    ("trusted", "candidate", "found"),
+    [
+        # the base compared ints; the candidate's sum equals anything
+        (_summary(INT, INT), _summary(ANY, INT), True),
+        (_summary(NONE, INT), _summary(INT, ANY), True),
+        # the test itself compares with unittest.mock.ANY on the base too
+        (_summary(INT, ANY), _summary(INT, ANY), False),
+        # a repository class's rule is for review (redefined_equality), not this finding
+        (_summary(INT, INT), _summary(ALWAYS, INT), False),
+        # no witness: the base never reached the comparison
+        (HarnessSummary(), _summary(ANY, INT), False),
+        (_summary(INT, INT, place="./tests/test_mean.py:9:{}:__eq__"), _summary(ANY, INT), False),
+        (None, _summary(ANY, INT), False),
+    ],
+)
+def test_a_value_equal_to_anything_where_the_base_compared_none(
+    trusted: HarnessSummary | None, candidate: HarnessSummary | None, found: bool
+) -> None:
+    lines = equal_to_anything(candidate, trusted)
+    assert bool(lines) is found
+    if found:
+        (line,) = lines[T]
+        assert line.startswith("./tests/test_mean.py:7 compares a value equal to anything")
+
+
+def _classname(test: str) -> str:
+    return test.partition("::")[0].removesuffix(".py").replace("/", ".")
+
+
+def _p2p_context(value: str) -> GradingContext:
+    task = TaskSpec.model_validate(
+        make_task(tests={"command": "pytest --junitxml={junit}", "fail_to_pass": [T], "pass_to_pass": [P]})
+    )
+    both = {T: "passed", P: "passed"}
+
+    def run(outcomes: dict[str, str], compared: dict[str, dict[str, str]]) -> TestRunEvidence:
+        cases = [
+            TestCaseResult(classname=_classname(t), name=t.rpartition("::")[2], outcome=o)  # type: ignore[arg-type]
+            for t, o in outcomes.items()
+        ]
+        harness = HarnessSummary(compared=compared)
+        return TestRunEvidence.model_validate(
+            {"exit_code": 0, "junit_found": True, "cases": cases, "outcomes": outcomes, "harness": harness}
+        )
+
+    add = "./tests/test_calc.py:5:{}:__eq__"
+    return GradingContext(
+        task=task,
+        workspace=InMemoryWorkspace(),
+        tests=run(both, {P: {add.format(0): value, add.format(1): INT}}),
+        baseline_tests=run({T: "failed", P: "passed"}, {P: {add.format(0): INT, add.format(1): INT}}),
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "passed", "codes"),
+    [
+        (INT, True, []),
+        (ALWAYS, False, ["equality-from-repository"]),
+        (ANY, False, ["equality-from-repository", "equal-to-anything"]),
+    ],
+)
+def test_a_kept_pass_to_pass_test_passed_on_a_lying_value_is_a_finding(
+    value: str, passed: bool, codes: list[str]
+) -> None:
+    component = TestGrader().grade(_p2p_context(value))
+    assert (component.score, component.passed, component.reason_codes) == (1.0, passed, codes)
+    assert list(component.details["compared_values"]) == ([P] if codes else [])
+    assert list(component.details["equal_to_anything"]) == ([P] if "equal-to-anything" in codes else [])
+    assert all(m.startswith(("pass_to_pass " + P, P)) for m in component.messages)

@@ -19,7 +19,12 @@ RAW = {
     "duration": 13.37,
     "harness": {"anything": "new"},
     "compared_values": {
-        "t::f1": ["tests/test_hidden.py:7 compares a value whose __eq__ the repository defines (Leak)"]
+        "t::f1": ["tests/test_hidden.py:7 compares a value whose __eq__ the repository defines (Leak)"],
+        "t::p1": ["tests/test_hidden.py:9 compares a value whose __eq__ the repository defines (Leak)"],
+    },
+    "equal_to_anything": {
+        "t::p1": ["tests/test_hidden.py:9 compares a value equal to anything (_ANY)"],
+        "t::undeclared_hidden": ["tests/test_hidden.py:12 compares a value equal to anything (_ANY)"],
     },
 }
 
@@ -49,7 +54,8 @@ def test_with_hidden_tests_only_the_declared_verdicts_are_published() -> None:
         "pass_to_pass": {"t::p1": "passed", "t::p2": "passed", "t::p3": "failed"},
         "quarantined": {"t::q": "failed"},
         "broken": ["t::p3"],
-        "compared_values": ["t::f1"],
+        "compared_values": ["t::f1", "t::p1"],
+        "equal_to_anything": ["t::p1"],
         "counts": {"passed": 3, "failed": 3},
         "withheld": published.details["withheld"],
     }
@@ -58,10 +64,14 @@ def test_with_hidden_tests_only_the_declared_verdicts_are_published() -> None:
         "fail_to_pass t::f3 failed",
         "pass_to_pass t::p3 failed",
         "fail_to_pass t::f1 passed on a value equal by a rule of the repository: review",
+        "pass_to_pass t::p1 passed on a value equal by a rule of the repository: review",
+        "pass_to_pass t::p1 compared a value equal to anything",
+        "a test outside the declared lists compared a value equal to anything",
     ]
     assert (published.score, published.passed, published.reason_codes) == (0.2, False, _component().reason_codes)
     assert "secret" not in published.model_dump_json() and "13.37" not in published.model_dump_json()
     assert "Leak" not in published.model_dump_json() and "test_hidden.py" not in published.model_dump_json()
+    assert "undeclared_hidden" not in published.model_dump_json()
 
 
 @pytest.mark.parametrize("tests", [{}, {"hidden": "/h", "publish_hidden_details": True}])

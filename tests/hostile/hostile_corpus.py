@@ -39,7 +39,7 @@ TASKS = HERE / "task"
 BASE = TASKS / "repo"
 PATCHES = HERE / "patches"
 SANDBOXES = ("isolated", "docker")
-INTEGRITY_GATES = {"junit-tampered", "tamper-suspected", "test-infrastructure-modified"}
+INTEGRITY_GATES = {"junit-tampered", "tamper-suspected", "test-infrastructure-modified", "equal-to-anything"}
 """Reason codes that are hard gates in every shipped profile: their grade must be ``rejected``."""
 
 

@@ -25,6 +25,14 @@ run would witness more (a test whose base raises before comparing, a feature who
 exists only for tasks that ship a reference, and would cost a run per task to cache; the base run costs
 nothing more per grade. A comparison the base never reached has no witness and raises no finding. The
 test-evidence grader uses the same rule with the patch's tests on the base as the witness.
+
+The rule holds for a fixed fail_to_pass test and for a kept pass_to_pass test alike (the base ran that one
+and passed it: its witness is the value an honest ``add`` returns, and an always-equal sum keeps
+``assert add(2, 3) == 5`` passing while it breaks ``add``). A value equal to anything (``a``) where the base's
+same comparison was not is a finding of its own in every test the run compared
+(:func:`equal_to_anything`): no honest value equals an object it has never seen, so it is
+``equal-to-anything``, a hard gate of the shipped profiles, where a repository class's ``__eq__`` goes to a
+person (an honest fix may return an instance of its own class).
 """
 
 from __future__ import annotations
@@ -33,10 +41,13 @@ from collections.abc import Iterable
 
 from gradeflow.models.evidence import HarnessSummary
 
-__all__ = ["REASON", "redefined_equality"]
+__all__ = ["ANYTHING_REASON", "REASON", "equal_to_anything", "redefined_equality"]
 
 REASON = "equality-from-repository"
 """The reason code of a finding: a person decides whether the value is honest."""
+
+ANYTHING_REASON = "equal-to-anything"
+"""The reason code of a value equal to anything where the base's was not: no honest value is."""
 
 
 def redefined_equality(
@@ -58,6 +69,28 @@ def redefined_equality(
     return found
 
 
+def equal_to_anything(candidate: HarnessSummary | None, trusted: HarnessSummary | None) -> dict[str, list[str]]:
+    """Test id → one line per comparison where the candidate's run compared a value equal to anything and the
+    trusted run's same comparison (of the same test) compared none; every test the candidate's run compared."""
+    if candidate is None or trusted is None:
+        return {}
+    found = {}
+    for test, entries in candidate.compared.items():
+        witness = _comparisons(trusted.compared.get(test, {}))
+        lines = [
+            _line(place, operands, witness[place], "equal to anything")
+            for place, operands in _comparisons(entries).items()
+            if place in witness and _anything(operands) and not _anything(witness[place])
+        ]
+        if lines:
+            found[test] = lines
+    return found
+
+
+def _anything(operands: list[str]) -> bool:
+    return any(o.startswith("a ") for o in operands)
+
+
 def _comparisons(entries: dict[str, str]) -> dict[str, list[str]]:
     """``file:line:methods`` → the fingerprints of its operands (``r type (Class.method)``, ``e type``)."""
     grouped: dict[str, list[str]] = {}
@@ -76,11 +109,9 @@ def _suspect(operands: list[str], witness: list[str]) -> bool:
     return any(o.startswith(_OWN_RULE) for o in operands) and not any(w.startswith(_OWN_RULE) for w in witness)
 
 
-def _line(place: str, operands: list[str], witness: list[str]) -> str:
+def _line(place: str, operands: list[str], witness: list[str], what: str = "") -> str:
     where, _, methods = place.rpartition(":")
     ours = ", ".join(sorted({o[2:] for o in operands if o.startswith(_OWN_RULE)}))
     theirs = ", ".join(sorted({w[2:] for w in witness}))
-    return (
-        f"{where} compares a value whose {methods} the repository defines ({ours}) where the trusted run "
-        f"compared {theirs}"
-    )
+    claim = what or f"whose {methods} the repository defines"
+    return f"{where} compares a value {claim} ({ours}) where the trusted run compared {theirs}"

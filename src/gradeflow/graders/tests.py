@@ -9,8 +9,11 @@
 | no fail_to_pass declared                               | 1 when no pass_to_pass broke|
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
 | disk limit filled, report over the size/testcase cap   | 0 with a message            |
-| a fixed fail_to_pass compared a value equal by the     | kept, not passed (review):  |
-| repository's own rule where the base's was not         | ``equality-from-repository``|
+| a fixed fail_to_pass or kept pass_to_pass compared a   | kept, not passed (review):  |
+| value equal by the repository's own rule where the     | ``equality-from-repository``|
+| base's was not                                         |                             |
+| any test compared a value equal to anything where the  | kept, not passed:           |
+| base's same comparison did not                         | ``equal-to-anything``       |
 
 A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
@@ -36,8 +39,8 @@ from __future__ import annotations
 from collections import Counter
 
 from gradeflow.graders.base import Grader, GradingContext
+from gradeflow.graders.compared_values import ANYTHING_REASON, equal_to_anything, redefined_equality
 from gradeflow.graders.compared_values import REASON as EQUALITY_REASON
-from gradeflow.graders.compared_values import redefined_equality
 from gradeflow.graders.expected_outcomes import unborrowed_outcomes
 from gradeflow.models import GradeComponent, Role, TestsSpec
 from gradeflow.models.evidence import Outcome, TestRunEvidence
@@ -84,22 +87,28 @@ class TestGrader(Grader):
         messages = [f"fail_to_pass {t} is {run.outcomes.get(t, 'missing')}" for t in failing]
         messages += [f"pass_to_pass {t} broke: {run.outcomes.get(t, 'missing')}" for t in broken]
         codes = (["fail-to-pass-failing"] if failing else []) + (["pass-to-pass-broken"] if broken else [])
-        # A fixed test whose comparison the repository's own equality decided, where the base's did not: for review.
+        # A fixed or kept test whose comparison the repository's own equality decided, where the base's did not:
+        # for review. A value equal to anything where the base's was not, in any test: no honest value is.
         witness = context.baseline_tests.harness if context.baseline_tests else None
-        suspect = redefined_equality(run.harness, witness, [t for t in f2p if t not in failing])
-        messages += [f"fail_to_pass {t}: {line}" for t, lines in suspect.items() for line in lines]
+        kept = [t for t in p2p if t not in broken]
+        suspect = redefined_equality(run.harness, witness, [t for t in f2p if t not in failing] + kept)
+        messages += [f"{_role(t, f2p)} {t}: {line}" for t, lines in suspect.items() for line in lines]
         codes += [EQUALITY_REASON] if suspect else []
+        anything = equal_to_anything(run.harness, witness)
+        messages += [f"{t}: {line}" for t, lines in anything.items() for line in lines]
+        codes += [ANYTHING_REASON] if anything else []
         component = self._component(
             context,
             role,
             score,
-            not failing and not broken and not suspect,
+            not failing and not broken and not suspect and not anything,
             run,
             messages=messages,
             reason_codes=codes,
             broken=broken,
         )
         component.details["compared_values"] = suspect
+        component.details["equal_to_anything"] = anything
         return component
 
     def _component(
@@ -138,6 +147,10 @@ class TestGrader(Grader):
 def counts_as_passed(outcome: Outcome, spec: TestsSpec) -> bool:
     """Whether a declared test with ``outcome`` passed under the task's rules (``xfailed`` per ``tests.xfail``)."""
     return outcome == "passed" or (outcome == "xfailed" and spec.xfail == "pass")
+
+
+def _role(test: str, f2p: list[str]) -> str:
+    return "fail_to_pass" if test in f2p else "pass_to_pass"
 
 
 def _kept(outcome: Outcome, on_base: Outcome | None, spec: TestsSpec) -> bool:

@@ -43,12 +43,22 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
         for test, v in verdicts[kind].items()
         if v == "failed"
     ]
-    # Which declared tests compared a value equal by the repository's own rule; not where, nor which type.
+    # Which declared tests compared a value equal by the repository's own rule, or equal to anything; not where,
+    # nor which type, nor any undeclared (hidden) test's id.
+    kinds = {test: kind for kind in ("pass_to_pass", "fail_to_pass") for test in verdicts[kind]}
     suspect = sorted(component.details.get("compared_values", {}))
-    messages += [f"fail_to_pass {test} passed on a value equal by a rule of the repository: review" for test in suspect]
+    messages += [
+        f"{kinds.get(test, 'test')} {test} passed on a value equal by a rule of the repository: review"
+        for test in suspect
+    ]
+    anything = sorted(t for t in component.details.get("equal_to_anything", {}) if t in kinds)
+    messages += [f"{kinds[test]} {test} compared a value equal to anything" for test in anything]
+    if len(anything) < len(component.details.get("equal_to_anything", {})):
+        messages.append("a test outside the declared lists compared a value equal to anything")
     details = {
         **verdicts,
         "compared_values": suspect,
+        "equal_to_anything": anything,
         "broken": sorted(broken),
         "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
         "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",

@@ -46,6 +46,8 @@ _TESTS = {
 }
 _INTEGRITY = {
     "junit-tampered": "the report disagrees with the grader's own record of the run (a forged outcome)",
+    "equal-to-anything": "a test compared a value equal to anything (unittest.mock.ANY and its kind) where the "
+    "trusted run's same comparison did not: no honest value equals an object it has never seen",
     "tamper-suspected": "the patch adds code that reaches into the test machinery",
     "test-infrastructure-modified": "the patch edits test configuration or a code loader that is sealed to the base",
 }
