@@ -259,3 +259,73 @@ def test_pytests_marks_of_a_running_test_are_not_in_the_environment(tmp_path: Pa
     record, output = harnessed_run(tmp_path, ENVIRONMENT_MARKS, ENVIRONMENT_TESTS)
     assert "1 passed" in output, output
     assert record["patched"] == []
+
+
+INSIDE_THE_HOOK = """
+import sys
+
+seen = []
+
+
+def _record():
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name == "hook":
+            seen.append(frame.f_code.co_filename)
+        frame = frame.f_back
+
+
+class Name(str):
+    # A str whose methods run whatever the caller asks: handed to an audited call, any method the audit hook
+    # calls on it runs the repository's code inside the hook, where the hook audits nothing of its own thread.
+    def __hash__(self):
+        _record()
+        return str.__hash__(self)
+
+    def __eq__(self, other):
+        _record()
+        return str.__eq__(self, other)
+
+    def startswith(self, *args):
+        _record()
+        return str.startswith(self, *args)
+
+    def endswith(self, *args):
+        _record()
+        return str.endswith(self, *args)
+
+    def decode(self, *args):
+        _record()
+        return self
+
+
+def run():
+    refused = []
+    for name, attempt in (
+        ("open", lambda: open(Name("conftest.py"), "w").close()),
+        ("import", lambda: __import__(Name("ctypes"))),
+        ("compile", lambda: compile("1", Name("made.py"), "eval")),
+    ):
+        try:
+            attempt()
+        except PermissionError:
+            refused.append(name)
+        except Exception:
+            pass
+    return seen, refused
+"""
+
+HOOK_TESTS = """
+import lib
+
+
+def test_library():
+    assert lib.run() == ([], ["import"])
+"""
+
+
+def test_the_audit_hook_calls_no_method_of_an_object_the_repository_handed_over(tmp_path: Path) -> None:
+    """A str subclass handed to open, import and compile runs none of its methods inside the hook (where the
+    hook audits nothing of its own thread), and importing ctypes by such a name is still refused."""
+    _record, output = harnessed_run(tmp_path, INSIDE_THE_HOOK, tests=HOOK_TESTS)
+    assert "1 passed" in output, output
