@@ -663,3 +663,49 @@ def test_the_modules_a_pth_file_imports_at_start_are_names_a_patch_must_not_take
     (tmp_path / "b.pth").write_text("# import commented\nimport\tspaced\n")
     (tmp_path / "c.txt").write_text("import ignored\n")
     assert startup_imports([str(tmp_path), str(tmp_path / "absent")]) == {"certifi_boot", "other", "spaced"}
+
+
+def _zip(members: Mapping[str, str], prefix: bytes = b"") -> bytes:
+    import io
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return prefix + buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["src/pkg/legacy.zip", "src/pkg/data.bin", "src/pkg/README"],
+)
+def test_an_archive_python_can_import_from_is_a_finding_whatever_its_name(tmp_path: Path, path: str) -> None:
+    # zipimport reads an archive of any name (a prefix before it too) once it is on a path or a __path__.
+    archive = _zip({"hidden.py": "import atexit\natexit.register(print)\n"}, prefix=b"\x00" * 100)
+    evidence = _scan(tmp_path, {"src/pkg/__init__.py": ""}, {path: archive})
+    assert [(f.path, f.kind, f.detail) for f in evidence.findings] == [(path, "dynamic-exec", f"archive {path}")]
+
+
+def test_data_files_that_are_no_archive_are_not_findings(tmp_path: Path) -> None:
+    evidence = _scan(tmp_path, {"src/pkg/__init__.py": ""}, {"src/pkg/table.bin": bytes(range(256)) * 40})
+    assert evidence.findings == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "__path__.append(__file__.replace('__init__.py', 'legacy.zip'))\n",
+        "__path__ += ['elsewhere']\n",
+        "import pkg\n\npkg.__path__.insert(0, 'x')\n",
+    ],
+)
+def test_a_package_path_changed_by_the_patch_is_a_finding(tmp_path: Path, source: str) -> None:
+    evidence = _scan(tmp_path, {"src/pkg/__init__.py": ""}, {"src/pkg/__init__.py": source})
+    assert [(f.kind, f.detail) for f in evidence.findings] == [("import-hook", "__path__")]
+
+
+def test_a_package_path_the_base_already_used_is_forgiven(tmp_path: Path) -> None:
+    base = "from pkgutil import extend_path\n\n__path__ = extend_path(__path__, __name__)\n"
+    evidence = _scan(tmp_path, {"src/pkg/__init__.py": base}, {"src/pkg/__init__.py": base + "\nVERSION = 2\n"})
+    assert evidence.findings == []

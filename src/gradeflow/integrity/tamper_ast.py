@@ -523,17 +523,27 @@ class _Scanner:
         rule = identifier_rule(node.id)
         if rule is not None:
             self._hit(node, rule[0], node.id, rule[1])
+        if node.id == "__path__":
+            self._package_path(node)
         self._chain_rule(node, self._resolve(node.id))
 
     def _attribute(self, node: ast.Attribute) -> None:
         rule = identifier_rule(node.attr, attribute=True)
         if rule is not None:
             self._hit(node, rule[0], node.attr, rule[1])
+        if node.attr == "__path__":
+            self._package_path(node)
         if node.attr == "__code__" and isinstance(node.ctx, ast.Store):
             self._hit(node, "function-internals", "__code__", "replaces a function's code in place")
         if node.attr == "replace" and isinstance(node.value, ast.Attribute) and node.value.attr == "__code__":
             self._hit(node, "function-internals", "__code__.replace", "rebuilds a function's code object")
         self._chain_rule(node, self._chain(node))
+
+    def _package_path(self, node: ast.AST) -> None:
+        # A package's __path__ decides where its submodules come from: a folder or an archive (a zip of any name
+        # on it is imported by zipimport) whose code the scan never reads.
+        message = "uses a package's __path__, which decides where its submodules are imported from (an archive too)"
+        self._hit(node, "import-hook", "__path__", message)
 
     def _chain_rule(self, node: ast.AST, chain: str | None) -> None:
         chain = chain.removeprefix("builtins.") if chain else None

@@ -45,6 +45,8 @@ SCAN_BUDGET_SECONDS = 120.0
 _STARTUP_FILES = frozenset({"sitecustomize.py", "usercustomize.py"})
 _ENTRY_POINT_FILES = frozenset({"entry_points.txt", "setup.cfg", "pyproject.toml"})
 _COMPILED = (".pyc", ".pyo", ".so", ".pyd")
+_ARCHIVE_END = b"PK\x05\x06"  # a zip's end-of-central-directory record
+_ARCHIVE_TAIL = 65_536 + 22  # the record and the longest comment it may carry
 _RUNNER_MODULES = frozenset(
     {
         *("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "pygments"),
@@ -99,9 +101,12 @@ def scan_patch(
     evidence = TamperEvidence(findings=_shadowing(workspace, pristine, _import_roots(task_spec)))
     deadline = Deadline(budget)
     for change in changes:
-        if change.status == "removed" or not _scanned_type(change.path):
+        if change.status == "removed":
             continue
         if matches_any(change.path, task_spec.tests.test_files) or _inside(change.path, sealed):
+            continue
+        if not _scanned_type(change.path):
+            evidence.findings += _archive(workspace, change.path)
             continue
         try:
             deadline.check()
@@ -259,6 +264,25 @@ def _startup_file(path: str, data: bytes) -> TamperFinding:
     message = f"{name} runs at every interpreter start, before the tests and their harness"
     # The content's hash is the detail, so any change to a startup file counts as added.
     return TamperFinding(path=path, line=0, kind="startup-hook", detail=f"{name} {digest}", message=message)
+
+
+def _archive(workspace: Path, path: str) -> list[TamperFinding]:
+    """A changed file Python can import code from as a path entry (a zip archive, whatever its name: zipimport
+    looks for the end-of-archive record in its last 64 KiB), which the scan does not read."""
+    target = (workspace / path).resolve()
+    if not target.is_relative_to(workspace.resolve()) or not target.is_file():
+        return []  # not a regular file of the tree (the snapshot refuses what is neither file nor link)
+    try:
+        with target.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - _ARCHIVE_TAIL))
+            tail = handle.read(_ARCHIVE_TAIL)
+    except OSError as exc:
+        return [unscannable(path, f"unreadable ({exc.strerror or type(exc).__name__})")]
+    if _ARCHIVE_END not in tail:
+        return []
+    message = "adds or changes an archive Python can import code from (on a path or a package's __path__), unread"
+    return [TamperFinding(path=path, line=0, kind="dynamic-exec", detail=f"archive {path}", message=message)]
 
 
 def _compiled_file(path: str) -> TamperFinding:
