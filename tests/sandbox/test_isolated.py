@@ -260,3 +260,23 @@ def test_a_command_taking_the_hosts_disk_down_is_stopped_as_disk_full(tmp_path: 
             assert not box.run("rm -f f*", env={}, timeout=30).disk_full
     finally:
         subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system for the test needs root")
+def test_a_command_taking_the_hosts_inodes_down_is_stopped_as_disk_full(tmp_path: Path) -> None:
+    # Empty files take no space, only inodes: a file system of 60,000 inodes, of which the command wants 55,000.
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m,nr_inodes=60000", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "ws").mkdir()
+        with IsolatedSandboxFactory().open(disk / "ws") as box:
+            spray = (
+                "python3 -c \"import time\nfor i in range(55000):\n    open(f'f{i}', 'w').close()\n"
+                "    i % 500 or time.sleep(0.01)\nprint('all-written')\""
+            )
+            result = box.run(spray, env={}, timeout=120)
+            assert result.disk_full and "all-written" not in result.stdout
+            assert len(list((disk / "ws").glob("f*"))) < 55000
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

@@ -120,9 +120,13 @@ def _inside(path: str, folder: str) -> bool:
 
 HOST_DISK_FLOOR = 0.02
 """A command is stopped (``disk-limit-exceeded``) when a file system it writes to has less than this share
-of its size free (and under 256 MiB at the least): its workspace, ``HOME`` and private environment are
+of its size (or of its inodes) free (and under 256 MiB, or 32,768 inodes, at the least): its workspace,
+``HOME`` and private environment are
 folders of the host's disk, bounded per file, not in total."""
 _FLOOR_MIN = 256 * 1024 * 1024
+_INODE_FLOOR_MIN = 32_768
+"""Files (inodes) count like bytes: a command is stopped when it takes a file system it writes to below this
+many free inodes (or the same share of its inodes), a million empty files cost no space."""
 _GUARD_PERIOD = 0.25
 
 
@@ -146,18 +150,22 @@ class DiskGuard(threading.Thread):
                 return
 
 
-def _free(folder: str) -> tuple[int, int]:
+def _free(folder: str) -> tuple[int, int, int, int]:
+    """Free and total bytes, free and total inodes (0 where the file system does not count them)."""
     try:
         info = os.statvfs(folder)
     except OSError:
-        return 0, 0
-    return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize
+        return 0, 0, 0, 0
+    return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize, info.f_favail, info.f_files
 
 
-def _took_it_low(folder: str, start: tuple[int, int]) -> bool:
-    free, size = _free(folder)
+def _took_it_low(folder: str, start: tuple[int, int, int, int]) -> bool:
+    free, size, inodes_free, inodes = _free(folder)
     floor = max(_FLOOR_MIN, HOST_DISK_FLOOR * size)
-    return size > 0 and free < floor and start[0] - free > _FLOOR_MIN // 4
+    if size > 0 and free < floor and start[0] - free > _FLOOR_MIN // 4:
+        return True
+    inode_floor = max(_INODE_FLOOR_MIN, HOST_DISK_FLOOR * inodes)
+    return inodes > 0 and inodes_free < inode_floor and start[2] - inodes_free > _INODE_FLOOR_MIN // 4
 
 
 class BwrapContainment:
