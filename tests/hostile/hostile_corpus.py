@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+import zipfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -194,6 +195,39 @@ def oversized_link(folder: Path) -> Submission:
     return Submission(workspace=checkout)
 
 
+_NOTICES_THE_RUNNER = """import sys
+
+import calc
+
+_divide = calc.divide
+
+
+def divide(a, b):
+    if b == 0 and "pytest" in sys.modules:  # only under test: callers still get None
+        raise ZeroDivisionError("division by zero is undefined")
+    return _divide(a, b)
+
+
+calc.divide = divide
+"""
+
+
+def zip_on_path(folder: Path) -> Submission:
+    """Code that raises only under the test runner (the scan flags it in a source file; nothing at run time
+    does) in a zip archive named like data (``src/calc_tables.dat``) that calc.py puts on ``sys.path`` and
+    imports from: a module the scan never reads."""
+    checkout = _checkout(folder)
+    _append(
+        checkout / "src" / "calc.py",
+        "\n\nimport os as _os  # noqa: E402\nimport sys as _sys  # noqa: E402\n\n"
+        "_sys.path.insert(0, _os.path.join(_os.path.dirname(__file__), 'calc_tables.dat'))\n"
+        "import calc_tables  # noqa: E402, F401 - lookup tables\n",
+    )
+    with zipfile.ZipFile(checkout / "src" / "calc_tables.dat", "w") as archive:
+        archive.writestr("calc_tables.py", _NOTICES_THE_RUNNER)
+    return Submission(workspace=checkout)
+
+
 def quadratic_literal(folder: Path) -> Submission:
     """A checkout whose calc.py holds a string of a million ``*`` (a pattern that backtracks on it never ends)."""
     checkout = _checkout(folder)
@@ -247,6 +281,7 @@ BUILDERS: dict[str, Callable[[Path], Submission]] = {
     "oversized_source": oversized_source,
     "oversized_settrace": oversized_settrace,
     "oversized_link": oversized_link,
+    "zip_on_path": zip_on_path,
     "quadratic_literal": quadratic_literal,
     "nested_repository": nested_repository,
     "fifo_checkout": fifo_checkout,
