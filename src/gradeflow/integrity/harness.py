@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path, PurePosixPath
@@ -443,30 +444,39 @@ def check_run(harness: Harness, record: HarnessRecord | None, facts: RunFacts, b
 
 def _machinery_problems(record: HarnessRecord, base: HarnessSummary, places: Places) -> list[str]:
     """pytest's machinery changed where the base run's was not, or a test ran code the base's tests did not."""
+    # (what the run saw, what the base's run saw, how a problem reads, how one entry reads)
+    checks: list[tuple[Iterable[str], Iterable[str], str, Callable[[str], str]]] = [
+        (record.patched, base.patched, "pytest internals were replaced during the run", str),
+        (
+            _hook_files(record, places),
+            base.hook_files,
+            "a hook that makes test outcomes is implemented where the base run's never was",
+            lambda hook: hook.replace(" ", " in ", 1),
+        ),
+        (
+            (_relative(f, places) for f in record.foreign_code),
+            base.foreign_code,
+            "a test function ran code from a file the base's tests never ran as one",
+            str,
+        ),
+        (_namespaced(record, places), base.namespaces, "names the test modules hold were rebound during the run", str),
+        (
+            _audited(record, places),
+            base.audit,
+            "the code under test did at run time what the base's run never did",
+            lambda entry: entry.replace(" ", " from ", 1),
+        ),
+        (
+            (_relative(f, places) for f in record.conftests),
+            base.conftests,
+            "test code the run did not start with was loaded",
+            str,
+        ),
+        (record.misplaced_code, base.misplaced_code, "a test ran a function its file does not define", str),
+    ]
     problems = []
-    patched = sorted(set(record.patched) - set(base.patched))
-    if patched:
-        problems.append(f"pytest internals were replaced during the run: {', '.join(patched[:3])}")
-    hooks = sorted(set(_hook_files(record, places)) - set(base.hook_files))
-    if hooks:
-        shown = ", ".join(hook.replace(" ", " in ", 1) for hook in hooks[:3])
-        problems.append(f"a hook that makes test outcomes is implemented where the base run's never was: {shown}")
-    foreign = sorted({_relative(f, places) for f in record.foreign_code} - set(base.foreign_code))
-    if foreign:
-        problems.append(
-            f"a test function ran code from a file the base's tests never ran as one: {', '.join(foreign[:3])}"
-        )
-    rebound = sorted(set(_namespaced(record, places)) - set(base.namespaces))
-    if rebound:
-        problems.append(f"names the test modules hold were rebound during the run: {', '.join(rebound[:3])}")
-    audited = sorted(set(_audited(record, places)) - set(base.audit))
-    if audited:
-        shown = ", ".join(entry.replace(" ", " from ", 1) for entry in audited[:3])
-        problems.append(f"the code under test did at run time what the base's run never did: {shown}")
-    conftests = sorted({_relative(f, places) for f in record.conftests} - set(base.conftests))
-    if conftests:
-        problems.append(f"test code the run did not start with was loaded: {', '.join(conftests[:3])}")
-    misplaced = sorted(set(record.misplaced_code) - set(base.misplaced_code))
-    if misplaced:
-        problems.append(f"a test ran a function its file does not define: {', '.join(misplaced[:3])}")
+    for seen, before, what, shown in checks:
+        new = sorted(set(seen) - set(before))
+        if new:
+            problems.append(f"{what}: {', '.join(shown(entry) for entry in new[:3])}")
     return problems
