@@ -51,3 +51,26 @@ def test_a_hidden_test_edited_in_place_changes_the_keys(calc: Path) -> None:
     hidden = next((calc.parent / "hidden_tests").rglob("*.py"))
     hidden.write_text(hidden.read_text() + "\n\ndef test_added_later():\n    assert True\n")
     assert load_task(calc).spec_hash() != before
+
+
+def test_a_base_run_recorded_by_other_harness_code_is_not_reused(calc: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The baseline's cache key names the harness code that recorded the base run: an in-place upgrade under the
+    same version number (an editable install) makes a new witness instead of judging with the old one."""
+    from gradeflow.tasks import baseline
+    from gradeflow.tasks.environment import pin_base
+
+    spec = load_task(calc)
+    fingerprint = baseline.EnvironmentFingerprint(
+        sandbox="local",
+        architecture="x",
+        python_version="3",
+        timezone="UTC",
+        pythonhashseed="0",
+        gradeflow_version="1",
+        task_spec_hash=spec.spec_hash(),
+    )
+    parameters = {"task_spec": spec, "base": pin_base.fn(spec), "fingerprint": fingerprint}
+    before = baseline._cache_key(None, parameters)
+    assert baseline.harness_digest() in before
+    monkeypatch.setattr(baseline, "harness_digest", lambda: "0123456789ab")
+    assert baseline._cache_key(None, parameters) not in (before, "") and before != baseline._cache_key(None, parameters)

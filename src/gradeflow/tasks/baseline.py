@@ -14,7 +14,8 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from functools import cached_property
+from functools import cache, cached_property
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -122,12 +123,25 @@ def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFin
     return f"{task_spec.task_id}-{base.revision[:12]}-{digest}"
 
 
+@cache
+def harness_digest() -> str:
+    """A digest of the code that runs inside the test process and writes the base run's record (the plugin,
+    its boot file, the served-modules finder's host side): a base run recorded by other harness code is not
+    this one's witness, even under the same version number (an editable install, a checkout moved on)."""
+    folder = resources.files("gradeflow.integrity")
+    digest = hashlib.sha256()
+    for name in ("plugin.py.txt", "boot.py", "handed.py", "harness.py"):
+        digest.update(folder.joinpath(name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def _cache_key(context: Any, parameters: dict[str, Any]) -> str:
     # Prefect's result storage may be shared by several gradeflow homes; a baseline cached by another home
     # names that home's pristine folder and carries digests under that home's key, so each home has its own.
     del context
     home = hashlib.sha256(str(cache_dir().resolve()).encode()).hexdigest()[:12]
-    return f"baseline-{home}-" + baseline_key(parameters["task_spec"], parameters["base"], parameters["fingerprint"])
+    key = baseline_key(parameters["task_spec"], parameters["base"], parameters["fingerprint"])
+    return f"baseline-{home}-{harness_digest()}-{key}"
 
 
 def ensure_pristine(base: BaseRef, key: str) -> Path:
