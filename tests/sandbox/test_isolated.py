@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -244,39 +245,41 @@ def test_memory_is_bounded_across_every_process_of_the_command(box: IsolatedSand
     assert not box.run("true", env={}, timeout=30).oom_killed  # the next command has a cgroup of its own
 
 
+@contextmanager
+def _small_disk(tmp_path: Path, options: str) -> Iterator[Path]:
+    """A workspace folder on a tmpfs mounted with ``options``, standing in for the host's disk."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "ws").mkdir()
+        yield disk / "ws"
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system for the test needs root")
 def test_a_command_taking_the_hosts_disk_down_is_stopped_as_disk_full(tmp_path: Path) -> None:
     # The workspace's file system stands in for the host's disk: 512 MiB, of which the command takes 400.
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", str(disk)], check=True)
-    try:
-        (disk / "ws").mkdir()
-        with IsolatedSandboxFactory().open(disk / "ws") as box:
-            fill = "for i in $(seq 40); do head -c 10m /dev/zero > f$i; sleep 0.05; done; echo all-written"
-            result = box.run(fill, env={}, timeout=60)
-            assert result.disk_full and "all-written" not in result.stdout
-            assert len(list((disk / "ws").glob("f*"))) < 40
-            assert not box.run("rm -f f*", env={}, timeout=30).disk_full
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    with _small_disk(tmp_path, "size=512m") as workspace, IsolatedSandboxFactory().open(workspace) as box:
+        fill = "for i in $(seq 40); do head -c 10m /dev/zero > f$i; sleep 0.05; done; echo all-written"
+        result = box.run(fill, env={}, timeout=60)
+        assert result.disk_full and "all-written" not in result.stdout
+        assert len(list(workspace.glob("f*"))) < 40
+        assert not box.run("rm -f f*", env={}, timeout=30).disk_full
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system for the test needs root")
 def test_a_command_taking_the_hosts_inodes_down_is_stopped_as_disk_full(tmp_path: Path) -> None:
     # Empty files take no space, only inodes: a file system of 60,000 inodes, of which the command wants 55,000.
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512m,nr_inodes=60000", "tmpfs", str(disk)], check=True)
-    try:
-        (disk / "ws").mkdir()
-        with IsolatedSandboxFactory().open(disk / "ws") as box:
-            spray = (
-                "python3 -c \"import time\nfor i in range(55000):\n    open(f'f{i}', 'w').close()\n"
-                "    i % 500 or time.sleep(0.01)\nprint('all-written')\""
-            )
-            result = box.run(spray, env={}, timeout=120)
-            assert result.disk_full and "all-written" not in result.stdout
-            assert len(list((disk / "ws").glob("f*"))) < 55000
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    with (
+        _small_disk(tmp_path, "size=512m,nr_inodes=60000") as workspace,
+        IsolatedSandboxFactory().open(workspace) as box,
+    ):
+        spray = (
+            "python3 -c \"import time\nfor i in range(55000):\n    open(f'f{i}', 'w').close()\n"
+            "    i % 500 or time.sleep(0.01)\nprint('all-written')\""
+        )
+        result = box.run(spray, env={}, timeout=120)
+        assert result.disk_full and "all-written" not in result.stdout
+        assert len(list(workspace.glob("f*"))) < 55000
