@@ -33,6 +33,8 @@ def _sh(line: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     """``line`` run by bash as a user would type it, the venv's commands first on ``PATH``."""
     full = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **env}
     full.pop("PREFECT_API_URL", None)  # one-shot commands use the home's local server, as for a user
+    for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):  # a user's shell, not a recipe of CI's ``make test``
+        full.pop(name, None)
     return subprocess.run(["bash", "-c", line], cwd=cwd, env=full, capture_output=True, text=True, timeout=1200)
 
 
