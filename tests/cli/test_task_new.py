@@ -34,14 +34,15 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> tuple[Path, str, str, Path]:
-    """A repository whose add() subtracts, and its fix (calc.py plus a new test file) as commit and diff."""
-    repo = tmp_path / "calc"
+def calc_repository(root: Path, extra: dict[str, str]) -> tuple[Path, str, str]:
+    """A repository whose add() subtracts, ``extra`` test files beside its test of sub(), and a fix commit (calc.py
+    plus a new test file); checked out at the base."""
+    repo = root / "calc"
     (repo / "tests").mkdir(parents=True)
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
     (repo / "tests" / "test_calc.py").write_text("from calc import sub\n\ndef test_sub():\n    assert sub(3, 1) == 2\n")
-    (repo / "tests" / "test_flaky.py").write_text(FLAKY)
+    for name, text in extra.items():
+        (repo / "tests" / name).write_text(text)
     _git(repo, "init", "-q")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "base")
@@ -51,9 +52,16 @@ def project(tmp_path: Path) -> tuple[Path, str, str, Path]:
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "fix add")
     fix = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "checkout", "-q", base)
+    return repo, base, fix
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, str, str, Path]:
+    """calc_repository with a flaky test, and its fix as commit and diff."""
+    repo, base, fix = calc_repository(tmp_path, {"test_flaky.py": FLAKY})
     patch = tmp_path / "fix.diff"
     patch.write_text(_git(repo, "diff", base, fix))
-    _git(repo, "checkout", "-q", base)
     return repo, base, fix, patch
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_task_new import COMMAND, _git
+from test_task_new import COMMAND, calc_repository
 
 from gradeflow.cli import main
 from gradeflow.sandbox.local import LocalSandbox
@@ -33,26 +33,6 @@ from pathlib import Path
 def test_built():
     assert Path("built.txt").read_text() == "built"
 """
-
-
-def _repository(root: Path, extra: dict[str, str]) -> tuple[Path, str, str]:
-    repo = root / "calc"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n")
-    (repo / "tests" / "test_calc.py").write_text("from calc import sub\n\ndef test_sub():\n    assert sub(3, 1) == 2\n")
-    for name, text in extra.items():
-        (repo / "tests" / name).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "base")
-    base = _git(repo, "rev-parse", "HEAD").strip()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
-    (repo / "tests" / "test_add.py").write_text("from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "fix add")
-    fix = _git(repo, "rev-parse", "HEAD").strip()
-    _git(repo, "checkout", "-q", base)
-    return repo, base, fix
 
 
 @pytest.fixture
@@ -90,7 +70,7 @@ def test_each_side_runs_repeat_times_and_the_validation_runs_nothing_more(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    repo, base, fix = _repository(tmp_path, {})
+    repo, base, fix = calc_repository(tmp_path, {})
     out = tmp_path / "steady" / "task.yaml"
     assert _task_new(repo, base, fix, out, repeat) == 0, capsys.readouterr()
     assert capsys.readouterr().out.startswith("VALID: steady")
@@ -108,7 +88,7 @@ def test_each_side_runs_repeat_times_and_the_validation_runs_nothing_more(
 def test_a_test_that_changes_in_the_validation_runs_is_quarantined_and_the_spec_validated_again(
     commands: list[tuple[str, bool]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    repo, base, fix = _repository(tmp_path, {"test_shy.py": HARNESS_SHY})
+    repo, base, fix = calc_repository(tmp_path, {"test_shy.py": HARNESS_SHY})
     out = tmp_path / "shy" / "task.yaml"
     assert _task_new(repo, base, fix, out, 3) == 0, capsys.readouterr()
     captured = capsys.readouterr()
@@ -125,7 +105,7 @@ def test_a_test_that_changes_in_the_validation_runs_is_quarantined_and_the_spec_
 def test_setup_runs_once_for_the_runs_and_the_validation(
     commands: list[tuple[str, bool]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    repo, base, fix = _repository(tmp_path, {"test_built.py": BUILT})
+    repo, base, fix = calc_repository(tmp_path, {"test_built.py": BUILT})
     out = tmp_path / "built" / "task.yaml"
     assert _task_new(repo, base, fix, out, 3, "--setup", SETUP) == 0, capsys.readouterr()
     assert capsys.readouterr().out.startswith("VALID: built")

@@ -13,7 +13,7 @@ from gradeflow.agents.config import (
 )
 from gradeflow.agents.env import Action, InconclusiveGrade, Observation, Read, RepoEnv, Run, Submit, Write
 from gradeflow.agents.flows import RecordedTrial, TrialOutcome, TrialRun, agent_trial, run_trials_flow
-from gradeflow.agents.run import plan_trials, preflight, reference_beside, run_trials
+from gradeflow.agents.run import oracle_references, plan_trials, preflight, reference_beside, run_trials
 from gradeflow.agents.trial import AgentRun
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "TrialRun",
     "Write",
     "agent_trial",
+    "oracle_references",
     "parse_summary",
     "plan_trials",
     "preflight",

@@ -17,7 +17,7 @@ from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.models import TaskSpec
 from gradeflow.tasks.repo import resolve_base
 
-__all__ = ["plan_trials", "preflight", "reference_beside", "run_trials"]
+__all__ = ["oracle_references", "plan_trials", "preflight", "reference_beside", "run_trials"]
 
 
 def reference_beside(task_path: str | Path) -> str:
@@ -27,6 +27,13 @@ def reference_beside(task_path: str | Path) -> str:
         return path.read_bytes().decode("utf-8", errors="surrogateescape")
     except OSError as exc:
         raise SpecError(f"--agent oracle: no reference patch at {path}: {exc.strerror or exc}") from None
+
+
+def oracle_references(tasks: Sequence[TaskSpec], paths: Sequence[str | Path], agent: str) -> dict[str, str]:
+    """The reference patch beside each task spec of ``paths`` when ``agent`` is the oracle; none otherwise."""
+    if agent != "oracle":
+        return {}
+    return {task.task_id: reference_beside(path) for task, path in zip(tasks, paths, strict=True)}
 
 
 def plan_trials(

@@ -15,7 +15,7 @@ from prefect.types.entrypoint import EntrypointType
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gradeflow.agents.config import TrialConfig
-from gradeflow.agents.run import plan_trials, reference_beside, run_trials
+from gradeflow.agents.run import oracle_references, plan_trials, run_trials
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.models.spec import SANDBOX_KINDS
 from gradeflow.service.credentials import has_password, private_ledger
@@ -84,9 +84,7 @@ def run_trials_request(request: TrialsRequest) -> dict[str, int]:
     specs = [load_task(path) for path in request.tasks]
     for spec in specs:
         check_request_sandbox(spec, request.sandbox)
-    references = {}
-    if request.agent == "oracle":
-        references = {s.task_id: reference_beside(p) for s, p in zip(specs, request.tasks, strict=True)}
+    references = oracle_references(specs, request.tasks, request.agent)
     plan = plan_trials(specs, request.config(), request.repeat, request.profile, references)
     ledger = Ledger(private_ledger(request.ledger))
     try:

@@ -50,7 +50,7 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_run(args: argparse.Namespace) -> int:
     """Plan, check and run the trials; ``SpecError`` (exit 2) for bad input."""
-    from gradeflow.agents import TrialConfig, plan_trials, preflight, reference_beside, run_trials
+    from gradeflow.agents import TrialConfig, oracle_references, plan_trials, preflight, run_trials
     from gradeflow.errors import SpecError
     from gradeflow.evaluation.ledger import Ledger
     from gradeflow.spec import load_task
@@ -70,12 +70,7 @@ def run_run(args: argparse.Namespace) -> int:
         passed_env=tuple(args.agent_env),
     )
     tasks = [load_task(path) for path in args.tasks]
-    references = (
-        {t.task_id: reference_beside(p) for t, p in zip(tasks, args.tasks, strict=True)}
-        if args.agent == "oracle"
-        else {}
-    )
-    plan = plan_trials(tasks, config, args.repeat, args.profile, references)
+    plan = plan_trials(tasks, config, args.repeat, args.profile, oracle_references(tasks, args.tasks, args.agent))
     preflight(plan)
     ledger = Ledger(args.ledger)
     choose_server(args.ephemeral, args.dask_address)
