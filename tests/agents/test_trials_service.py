@@ -4,6 +4,7 @@ and a real ``gradeflow serve`` process)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def test_deploy_lists_it_and_a_served_run_records_the_trials(tmp_path: Path) -> 
             }
             run = api.wait_final(api.create_run(served["id"], {"request": request}), 600)
             # A served trial holds a slot of the sandbox limit (shared with served grades) while its agent runs.
-            marker = "sleep 23.317"
+            marker = f"sleep 23.{os.getpid()}"  # this run's own: another test run's agent may be asleep too
             waiting = {**request, "agent": marker, "repeat": 1, "ledger": str(tmp_path / "waiting.db")}
             second = api.create_run(served["id"], {"request": waiting})
             wait_until(lambda: marker in _processes(), 600, "the waiting agent")
