@@ -125,19 +125,28 @@ def signed_post(url: str, payload: Any, secret: str, delivery: str | None, **hea
     return httpx.post(url, content=body, headers=sent, timeout=30)
 
 
+class _Retrying(httpx.Client):
+    """Every request with the Prefect client's own policy: a 503 (a SQLite-backed server busy writing, the
+    request's transaction rolled back) or a 429 is sent again after a backoff."""
+
+    def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+        for attempt in range(8):
+            response = super().send(request, **kwargs)
+            if response.status_code not in (429, 503):
+                break
+            response.close()
+            time.sleep(0.2 * 2**attempt)
+        return response
+
+
 class Api:
     """The few Prefect REST calls the tests make."""
 
     def __init__(self, url: str) -> None:
-        self.client = httpx.Client(base_url=url.rstrip("/") + "/", timeout=30)
+        self.client = _Retrying(base_url=url.rstrip("/") + "/", timeout=30)
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
-        """POST with the Prefect client's own policy: retry a 503 (SQLite busy) with backoff."""
-        for attempt in range(8):
-            response = self.client.post(path, json=body)
-            if response.status_code not in (429, 503):
-                break
-            time.sleep(0.2 * 2**attempt)
+        response = self.client.post(path, json=body)
         response.raise_for_status()
         return response.json()
 
