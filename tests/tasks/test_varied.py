@@ -24,12 +24,14 @@ def test_the_varied_run_repeats_the_fail_to_pass_tests_only_when_all_of_them_pas
     task = _task(fail_to_pass=[F1, F2], pass_to_pass=[P1])
     assert rerun_ids(task, _run({F1: "passed", F2: "passed", P1: "passed"})) == [F1, F2]
     assert rerun_ids(task, _run({F1: "passed", F2: "failed", P1: "passed"})) == []  # a failing grade pays nothing
+    assert rerun_ids(task, _run({F1: "passed", F2: "passed", P1: "error"})) == []
 
 
-def test_without_fail_to_pass_it_repeats_the_pass_to_pass_tests_that_passed() -> None:
-    task = _task(pass_to_pass=[P1, P2], quarantine=[])
-    assert rerun_ids(task, _run({P1: "passed", P2: "failed"})) == [P1]
-    assert rerun_ids(task, _run({P1: "skipped"})) == []
+def test_without_fail_to_pass_it_repeats_the_pass_to_pass_tests_that_passed_when_none_broke() -> None:
+    task = _task(pass_to_pass=[P1, P2])
+    assert rerun_ids(task, _run({P1: "passed", P2: "skipped"})) == [P1]
+    assert rerun_ids(task, _run({P1: "passed", P2: "failed"})) == []  # broken: the grade fails anyway
+    assert rerun_ids(task, _run({P1: "skipped", P2: "skipped"})) == []
 
 
 def test_the_hash_seed_is_nonzero_the_same_for_a_task_and_another_for_another_task() -> None:

@@ -32,15 +32,18 @@ __all__ = ["rerun_ids", "varied_run"]
 
 
 def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
-    """The tests a varied run repeats: every fail_to_pass test when all of them passed (none when one did
-    not: the grade fails anyway), else, for a task with none, the pass_to_pass tests that passed."""
+    """The tests a varied run repeats: every fail_to_pass test, else, for a task with none, the pass_to_pass
+    tests that passed. None when a fail_to_pass test did not pass or a pass_to_pass test failed (or is
+    missing): that grade fails anyway and pays for no second run."""
     spec = task_spec.tests
     quarantine = set(spec.quarantine)
     f2p = [t for t in spec.fail_to_pass if t not in quarantine]
+    p2p = [t for t in spec.pass_to_pass if t not in quarantine]
+    if any(evidence.outcomes.get(t, "missing") in ("failed", "error", "missing") for t in p2p):
+        return []
     if f2p:
-        passed = all(counts_as_passed(evidence.outcomes.get(t, "missing"), spec) for t in f2p)
-        return f2p if passed else []
-    return [t for t in spec.pass_to_pass if t not in quarantine and evidence.outcomes.get(t) == "passed"]
+        return f2p if all(counts_as_passed(evidence.outcomes.get(t, "missing"), spec) for t in f2p) else []
+    return [t for t in p2p if evidence.outcomes.get(t) == "passed"]
 
 
 def varied_run(
