@@ -67,6 +67,27 @@ def test_fixture_and_monkeypatch(opened, monkeypatch):
     assert os.environ["CALC_MODE"] == "x" and opened.exists()
 
 
+@pytest.fixture
+def doubler():
+    import queue
+
+    requests, replies = queue.Queue(), queue.Queue()
+
+    def serve():
+        while (value := requests.get()) is not None:
+            replies.put(value * 2)
+
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
+    yield lambda value: (requests.put(value), replies.get(timeout=20))[1]
+    requests.put(None)
+    worker.join()
+
+
+def test_served_by_a_fixture_s_thread(doubler):
+    assert doubler(calc.add(1, 1)) == 4
+
+
 def test_thread():
     found = []
     worker = threading.Thread(target=lambda: found.append(calc.add(1, 1)))
@@ -103,6 +124,7 @@ IDS = [
     "test_capsys",
     "test_capfd",
     "test_fixture_and_monkeypatch",
+    "test_served_by_a_fixture_s_thread",
     "test_thread",
     "test_recursion_is_not_smaller",
     "test_param[1]",
@@ -148,7 +170,8 @@ def grade_with(tmp_path: Path) -> Callable[[list[str], str], GradeResult]:
 def test_an_honest_suite_of_every_shape_passes_its_varied_run(
     grade_with: Callable[[list[str], str], GradeResult],
 ) -> None:
-    # Every fixed test is run again: caplog, capsys, capfd, unittest, threads, fixtures with a teardown...
+    # Every fixed test is run again: caplog, capsys, capfd, unittest, threads (a fixture's too: that call runs in
+    # the process, not a forked child without the thread), fixtures with a teardown...
     result = grade_with(SHAPE_IDS, CALC + ADD)
     assert (result.status, result.passed, result.reason_codes) == ("graded", True, []), result.messages
     varied = result.component("tests").details["varied_run"]
