@@ -5,10 +5,11 @@ import pytest
 from builders import make_task
 from gradeflow.graders import GradingContext, InMemoryWorkspace, TestGrader
 from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import Outcome, TestCaseResult, TestRunEvidence
+from gradeflow.models.evidence import Outcome, TestCaseResult, TestRunEvidence, VariedRunEvidence
 
 F1, F2, F3, F4 = (f"tests/test_x.py::test_f{i}" for i in range(1, 5))
 P1, P2 = "tests/test_x.py::test_p1", "tests/test_x.py::TestP::test_p2[a-1]"
+VARIED = "outcome-varies-with-environment"
 
 
 def _run(outcomes: dict[str, Outcome], **fields: object) -> TestRunEvidence:
@@ -181,3 +182,25 @@ def test_xfailed_tests_are_reported_and_counted_as_such() -> None:
     assert component.details["fail_to_pass"] == {F1: "xfailed"}
     assert component.details["counts"] == {"xfailed": 1, "passed": 1}
     assert component.messages == [f"fail_to_pass {F1} is xfailed"]
+
+
+def test_a_test_that_passed_and_not_in_the_varied_run_is_for_review_with_its_score_kept() -> None:
+    varied = VariedRunEvidence(tests=[F1, F2], outcomes={F1: "passed", F2: "failed"})
+    component = _grade({"fail_to_pass": [F1, F2]}, _run({F1: "passed", F2: "passed"}, varied=varied))
+    assert (component.score, component.passed, component.reason_codes) == (1.0, False, [VARIED])
+    assert [m for m in component.messages if F2 in m and "failed when run again" in m]
+    assert not [m for m in component.messages if F1 in m]
+
+
+def test_a_varied_run_that_agrees_or_did_not_run_changes_nothing() -> None:
+    agrees = VariedRunEvidence(tests=[F1], outcomes={F1: "passed"})
+    for varied in (agrees, None):
+        component = _grade({"fail_to_pass": [F1]}, _run({F1: "passed"}, varied=varied))
+        assert (component.score, component.passed, component.reason_codes) == (1.0, True, [])
+
+
+def test_a_varied_run_without_a_usable_report_leaves_every_repeated_test_unconfirmed() -> None:
+    varied = VariedRunEvidence(tests=[P1], problem="the varied run timed out")
+    component = _grade({"pass_to_pass": [P1]}, _run({P1: "passed"}, varied=varied))
+    assert (component.passed, component.reason_codes) == (False, [VARIED])
+    assert any("timed out" in m for m in component.messages)

@@ -14,6 +14,8 @@
 | base's was not                                         |                             |
 | any test compared a value equal to anything where the  | kept, not passed:           |
 | base's same comparison did not                         | ``equal-to-anything``       |
+| a test it passed did not when run again with pytest's  | kept, not passed (review):  |
+| marks off the process (the varied run)                 | ``outcome-varies-with-env…``|
 
 A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
@@ -97,11 +99,15 @@ class TestGrader(Grader):
         anything = equal_to_anything(run.harness, witness)
         messages += [f"{t}: {line}" for t, lines in anything.items() for line in lines]
         codes += [ANYTHING_REASON] if anything else []
+        # A test that passed, then did not when run again with pytest's marks off the process: for review.
+        varies = _varied(run)
+        messages += [f"{_role(t, f2p)} {t}: {line}" for t, line in varies.items()]
+        codes += [VARIED_REASON] if varies else []
         component = self._component(
             context,
             role,
             score,
-            not failing and not broken and not suspect and not anything,
+            not failing and not broken and not suspect and not anything and not varies,
             run,
             messages=messages,
             reason_codes=codes,
@@ -109,6 +115,9 @@ class TestGrader(Grader):
         )
         component.details["compared_values"] = suspect
         component.details["equal_to_anything"] = anything
+        if run.varied is not None:
+            component.details["varied_run"] = {"outcomes": run.varied.outcomes, "problem": run.varied.problem}
+            component.details["outcome_varies"] = sorted(varies)
         return component
 
     def _component(
@@ -147,6 +156,24 @@ class TestGrader(Grader):
 def counts_as_passed(outcome: Outcome, spec: TestsSpec) -> bool:
     """Whether a declared test with ``outcome`` passed under the task's rules (``xfailed`` per ``tests.xfail``)."""
     return outcome == "passed" or (outcome == "xfailed" and spec.xfail == "pass")
+
+
+VARIED_REASON = "outcome-varies-with-environment"
+
+
+def _varied(run: TestRunEvidence) -> dict[str, str]:
+    """Test id → how it ended in the varied run, for each test it repeated that then ended otherwise."""
+    varied = run.varied
+    if varied is None:
+        return {}
+    if varied.problem:
+        return {t: f"passed, but {varied.problem}" for t in varied.tests}
+    found = {}
+    for test in varied.tests:
+        outcome, before = varied.outcomes.get(test, "missing"), run.outcomes.get(test, "missing")
+        if outcome != before:
+            found[test] = f"{before} in the run, {outcome} when run again with pytest's marks off the process"
+    return found
 
 
 def _role(test: str, f2p: list[str]) -> str:

@@ -55,8 +55,11 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
     messages += [f"{kinds[test]} {test} compared a value equal to anything" for test in anything]
     if len(anything) < len(component.details.get("equal_to_anything", {})):
         messages.append("a test outside the declared lists compared a value equal to anything")
+    varies = [t for t in component.details.get("outcome_varies", []) if t in kinds]
+    messages += [f"{kinds[test]} {test} did not pass when run again with pytest's marks off: review" for test in varies]
     details = {
         **verdicts,
+        "outcome_varies": varies,
         "compared_values": suspect,
         "equal_to_anything": anything,
         "broken": sorted(broken),

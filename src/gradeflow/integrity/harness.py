@@ -41,6 +41,7 @@ __all__ = [
     "HarnessRecord",
     "Places",
     "RunFacts",
+    "Varied",
     "check_run",
     "read_record",
     "record_cases",
@@ -100,6 +101,32 @@ class HarnessRecord(BaseModel):
     log_problems: list[str] = Field(default_factory=list)
 
 
+_MAIN_NAMES = ("main", "app", "run", "cli", "manage", "service", "server", "tool")
+
+
+@dataclass(frozen=True)
+class Varied:
+    """What a varied run changes in each test's call, drawn per run (see :meth:`Harness.varying`)."""
+
+    main: str
+    """The file ``__main__`` and ``sys.argv`` name in the call, as for a script a user runs (``{workspace}``
+    stands for the run's workspace)."""
+    recursion: int
+    """Frames added to the recursion limit in the call, on top of the run's own."""
+    hash_seed: str
+    """The run's ``PYTHONHASHSEED``, another than the main run's."""
+
+    @classmethod
+    def drawn(cls, hash_seed: str) -> Varied:
+        """New random values; ``hash_seed`` (the main run's) is never drawn again."""
+        draw = secrets.SystemRandom()
+        seed = hash_seed
+        while seed == hash_seed:
+            seed = str(draw.randrange(1, 4294967296))
+        main = f"{{workspace}}/{draw.choice(_MAIN_NAMES)}.py"
+        return cls(main=main, recursion=draw.randrange(200, 1200), hash_seed=seed)
+
+
 @dataclass(frozen=True)
 class Harness:
     """One run's plugin module, canary file and canary names."""
@@ -113,6 +140,10 @@ class Harness:
     """Only these tests run (node ids, or test files run whole), the canaries beside them; ``None``: all."""
     key: str = ""
     """A secret of this run (hex), handed to the plugin on standard input, never written where the run can read it."""
+    recursion: int = 0
+    """Frames added to Python's recursion limit for this run (drawn per run: the room left is no mark of a test)."""
+    varied: Varied | None = None
+    """Set for a varied run (:class:`Varied`): each selected test's call runs in a child with pytest's marks off."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     """Repository-relative path → the text of a test module or ``conftest.py`` the plugin serves from memory
     (see :mod:`gradeflow.integrity.handed`); the canary file is added by :meth:`channel`."""
@@ -131,6 +162,7 @@ class Harness:
             must_fail=f"test_{second}_{nonce[4:]}",
             select=None if select is None else tuple(select),
             key=secrets.token_hex(32),
+            recursion=secrets.randbelow(1000),
         )
 
     @property
@@ -157,7 +189,11 @@ class Harness:
         root = workspace.rstrip("/")
         sources = {f"{root}/{rel}": text for rel, text in self.sources.items()}
         sources[f"{root}/{self.canary_file}"] = self._canary_source()
-        return json.dumps({"key": self.key, "sources": sources}).encode()
+        handed: dict[str, object] = {"key": self.key, "sources": sources}
+        if self.varied is not None:
+            main = self.varied.main.replace("{workspace}", root)
+            handed["varied"] = {"main": main, "recursion": self.varied.recursion}
+        return json.dumps(handed).encode()
 
     def write_canaries(self, tree: Path) -> None:
         """Write the canary file's placeholder into ``tree`` (its tests come through :meth:`channel`); before
@@ -181,6 +217,7 @@ class Harness:
             "must_fail": self.must_fail,
             "select": None if self.select is None else list(self.select),
             "channel": True,
+            "recursion": self.recursion,
         }
         template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))

@@ -26,6 +26,7 @@ __all__ = [
     "TestCaseResult",
     "TestRunEvidence",
     "TouchedLines",
+    "VariedRunEvidence",
 ]
 
 CaseOutcome = Literal["passed", "failed", "error", "skipped", "xfailed"]
@@ -111,6 +112,19 @@ class HarnessSummary(BaseModel):
     record and call log must be signed too."""
 
 
+class VariedRunEvidence(BaseModel):
+    """The varied re-run of the tests a candidate passed: the same command and harness, each test's call in a
+    forked child with pytest's marks on the process taken off or changed (see :mod:`gradeflow.tasks.varied`)."""
+
+    tests: list[str] = Field(default_factory=list)
+    """The test ids run again: the fail_to_pass tests (else the pass_to_pass tests) that passed."""
+    outcomes: dict[str, Outcome] = Field(default_factory=dict)
+    """Their outcomes in the varied run (``missing`` where it reported none)."""
+    problem: str | None = None
+    """Why the varied run gave no usable report (timed out, no report, a report its harness contradicts)."""
+    duration: float = 0.0
+
+
 class TestRunEvidence(BaseModel):
     """What one run of the test command showed."""
 
@@ -139,6 +153,8 @@ class TestRunEvidence(BaseModel):
     harness_not_joined: str | None = None
     """Why pytest ran (its JUnit report is there) without the whole harness: with no harness record (the
     harness could not join it), or with one but without the grader's channel (nothing served, nothing signed)."""
+    varied: VariedRunEvidence | None = None
+    """The varied re-run of the passed tests (acceptance runs only); ``None`` when none ran."""
 
 
 class FunctionMetrics(BaseModel):

@@ -43,6 +43,9 @@ _TESTS = {
     "disk-limit-exceeded": "the candidate's run filled the sandbox's writable space",
     "equality-from-repository": "a test passed on a value equal by a rule the repository defines (its __eq__), or "
     "equal to anything, where the trusted run compared values equal by rules from elsewhere: a person decides",
+    "outcome-varies-with-environment": "a test the candidate passed did not pass when run again with pytest's marks "
+    "taken off the process (the varied run): code that behaves only under test, or a test that depends on "
+    "its process; a person decides",
 }
 _INTEGRITY = {
     "junit-tampered": "the report disagrees with the grader's own record of the run (a forged outcome)",

@@ -384,6 +384,18 @@ class TaskSpec(_Spec):
         """The task's ``env`` with its values revealed, for the sandbox only."""
         return {name: value.get_secret_value() for name, value in self.env.items()}
 
+    def hash_seed(self) -> str:
+        """The ``PYTHONHASHSEED`` every run of this task gets (base and candidate alike): nonzero, so hash
+        randomization reads on as in a real process, and derived from the task's id and base revision, so
+        it is no constant a patch could look for and the baseline's cache key (which names both) stays right."""
+        digest = hashlib.sha256(f"{self.task_id}\0{self.base_revision or ''}".encode()).digest()
+        return str(int.from_bytes(digest[:4], "big") % 4294967295 + 1)
+
+    def run_env(self) -> dict[str, str]:
+        """What a run of the task's commands sees beyond the sandbox's own variables: :meth:`hash_seed` as
+        ``PYTHONHASHSEED``, then the task's ``env`` (which may set it)."""
+        return {"PYTHONHASHSEED": self.hash_seed(), **self.candidate_env()}
+
     def spec_hash(self) -> str:
         """A stable hash of the spec's content (paths and ``env`` values included), for cache and content keys.
 

@@ -12,6 +12,7 @@ from gradeflow.integrity.handed import Prior, suite_sources, withdraw
 from gradeflow.integrity.harness import (
     Harness,
     RunFacts,
+    Varied,
     check_run,
     read_record,
     record_cases,
@@ -40,7 +41,7 @@ def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
     """Run the task's setup command, if any."""
     if not task.setup:
         return None
-    return sandbox.run(task.setup, env=task.candidate_env(), timeout=task.tests.timeout)
+    return sandbox.run(task.setup, env=task.run_env(), timeout=task.tests.timeout)
 
 
 def start_harness(
@@ -50,6 +51,7 @@ def start_harness(
     base: TestRunEvidence | None,
     select: list[str] | None = None,
     hidden: Prior | None = None,
+    varied: Varied | None = None,
 ) -> Harness | None:
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
@@ -61,14 +63,15 @@ def start_harness(
     ``select`` keeps only those tests (node ids or files) in the run, whatever else the command collects.
     The harness serves the tree's test modules and conftest files from memory, and the hidden tests
     (``hidden``: what :func:`~gradeflow.tasks.baseline.inject_hidden` returned), taken off the disk here
-    (see :mod:`gradeflow.integrity.handed`); without a harness they stay on disk.
+    (see :mod:`gradeflow.integrity.handed`); without a harness they stay on disk. ``varied`` makes it a
+    varied run (see :mod:`gradeflow.tasks.varied`).
     """
     if base is not None and base.harness is None:
         return None
     harness = Harness.fresh(task, tree, select)
     harness.write_canaries(tree)
     hidden_texts = withdraw(tree, hidden or {})
-    return dataclasses.replace(harness, sources={**suite_sources(task, tree), **hidden_texts})
+    return dataclasses.replace(harness, sources={**suite_sources(task, tree), **hidden_texts}, varied=varied)
 
 
 def run_test_command(
@@ -86,10 +89,12 @@ def run_test_command(
     run is checked against the harness record and, for a candidate run, against the ``base`` run.
     """
     command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
-    env = task.candidate_env()
+    env = task.run_env()
     against = base.harness if base is not None else None
     if harness is not None:
         env = _with_harness(env, harness.install(sandbox, against))
+        if harness.varied is not None and "PYTHONHASHSEED" not in task.env:
+            env["PYTHONHASHSEED"] = harness.varied.hash_seed
     started = time.time()
     stdin = harness.channel(sandbox.workspace) if harness is not None else None
     result = sandbox.run(command, env=env, timeout=task.tests.timeout, stdin=stdin)

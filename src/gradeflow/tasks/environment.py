@@ -24,8 +24,11 @@ __all__ = ["describe_environment", "pin_base"]
 def describe_environment(task_spec: TaskSpec, sandboxes: SandboxFactory) -> EnvironmentFingerprint:
     """The fingerprint every result carries; ``SandboxUnavailable`` when the sandbox cannot run."""
     facts = sandboxes.describe()
+    seed = task_spec.run_env()["PYTHONHASHSEED"]
     return EnvironmentFingerprint(
-        **facts.model_dump(), gradeflow_version=gradeflow_version(), task_spec_hash=task_spec.spec_hash()
+        **{**facts.model_dump(), "pythonhashseed": seed},
+        gradeflow_version=gradeflow_version(),
+        task_spec_hash=task_spec.spec_hash(),
     )
 
 

@@ -223,7 +223,7 @@ def _timed_run(task_spec: TaskSpec, box: Sandbox, tree: Path, seed: int) -> _Run
     spec = task_spec.perf
     assert spec is not None
     box.import_workspace(tree)
-    env = task_spec.candidate_env()
+    env = task_spec.run_env()
     result = box.run(spec.command.replace(SEED, str(seed)), env=env, timeout=spec.timeout)
     figure = timing_of(spec, result)
     if isinstance(figure, str):

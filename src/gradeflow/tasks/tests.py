@@ -23,6 +23,7 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
+from gradeflow.tasks.varied import varied_run
 
 __all__ = ["AcceptanceListener", "TestsOutcome", "acceptance_listener", "run_tests"]
 
@@ -54,7 +55,8 @@ class TestsOutcome(BaseModel):
     retry_condition_fn=retry_on_infra,
 )
 def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory) -> TestsOutcome:
-    """The acceptance run, on a fresh copy of base + patch sealed to the base's test harness."""
+    """The acceptance run, on a fresh copy of base + patch sealed to the base's test harness; when its required
+    tests passed, their varied re-run (:mod:`gradeflow.tasks.varied`) on another fresh copy."""
     assert snapshot.workspace is not None
     tree = working_copy(snapshot.workspace)
     try:
@@ -62,6 +64,9 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
         evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
     finally:
         remove_tree(tree.parent, ignore_errors=True)
+    varied = varied_run(task_spec, snapshot, baseline, sandboxes, evidence)
+    if varied is not None:
+        evidence = evidence.model_copy(update={"varied": varied})
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = withhold_hidden_details(task_spec, TestGrader().grade(context))
     component.details["sealed"] = sealed

@@ -1,0 +1,84 @@
+"""The varied re-run: the tests a candidate passed, run again with pytest's marks off the process.
+
+Code under test can notice a test run without reading anything the harness watches: faulthandler is on,
+``threading.excepthook`` and ``sys.unraisablehook`` are pytest's, the root logger has pytest's handlers,
+``sys.stdout`` is a capture object, ``__main__`` is pytest's, the CPU time already spent and the stack room
+left are a test process's, and the grader pins a hash seed. A patch that behaves only then passes its tests
+and fixes nothing for a real caller. So once the candidate's required tests passed (the fail_to_pass tests,
+or the pass_to_pass tests of a task with none), they run again through the same command and harness, each
+call in a child forked for it (fresh CPU time) where faulthandler is off, the standard hooks are Python's
+own, pytest's handlers are off the root logger (unless the test asks for ``caplog``), ``sys.stdout`` is the
+real one (unless it asks for ``capsys`` or ``capfd``), ``__main__`` and ``sys.argv`` name a script, the
+recursion limit is raised by a random amount, under another hash seed. A test that passed and now does not
+is ``outcome-varies-with-environment``, for a person to look at. A candidate whose required tests failed
+pays nothing: no varied run.
+"""
+
+from __future__ import annotations
+
+from gradeflow.errors import SubmissionError
+from gradeflow.graders.constraints import protected_globs
+from gradeflow.graders.tests import counts_as_passed
+from gradeflow.integrity.harness import Varied
+from gradeflow.integrity.sealing import seal_acceptance_tree
+from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import TestRunEvidence, VariedRunEvidence
+from gradeflow.sandbox.base import SandboxFactory, remove_tree
+from gradeflow.tasks._testrun import run_test_command, start_harness
+from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
+from gradeflow.tasks.snapshot import Snapshot
+
+__all__ = ["rerun_ids", "varied_run"]
+
+
+def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
+    """The tests a varied run repeats: every fail_to_pass test, else, for a task with none, the pass_to_pass
+    tests that passed. None when a fail_to_pass test did not pass or a pass_to_pass test failed (or is
+    missing): that grade fails anyway and pays for no second run."""
+    spec = task_spec.tests
+    quarantine = set(spec.quarantine)
+    f2p = [t for t in spec.fail_to_pass if t not in quarantine]
+    p2p = [t for t in spec.pass_to_pass if t not in quarantine]
+    if any(evidence.outcomes.get(t, "missing") in ("failed", "error", "missing") for t in p2p):
+        return []
+    if f2p:
+        return f2p if all(counts_as_passed(evidence.outcomes.get(t, "missing"), spec) for t in f2p) else []
+    return [t for t in p2p if evidence.outcomes.get(t) == "passed"]
+
+
+def varied_run(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, main: TestRunEvidence
+) -> VariedRunEvidence | None:
+    """The varied re-run of :func:`rerun_ids` on a fresh sealed copy, or ``None`` when there is nothing to
+    repeat, the main run is not usable, or the task's runs have no harness (the base's run never joined it)."""
+    ids = rerun_ids(task_spec, main)
+    usable = main.junit_found and not (main.junit_error or main.junit_tampered or main.timed_out)
+    if not ids or not usable or baseline.tests.harness is None or snapshot.workspace is None:
+        return None
+    tree = working_copy(snapshot.workspace)
+    try:
+        seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
+        try:
+            hidden = inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
+        except (OSError, SubmissionError) as exc:
+            return VariedRunEvidence(tests=ids, problem=f"hidden tests cannot be injected: {exc}")
+        varied = Varied.drawn(task_spec.run_env()["PYTHONHASHSEED"])
+        harness = start_harness(task_spec, tree, None, baseline.tests, select=ids, hidden=hidden, varied=varied)
+        with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
+            run = run_test_command(task_spec, sandbox, harness=harness, base=baseline.tests)
+    finally:
+        remove_tree(tree.parent, ignore_errors=True)
+    outcomes = {t: run.outcomes.get(t, "missing") for t in ids}
+    return VariedRunEvidence(tests=ids, outcomes=outcomes, problem=_problem(run), duration=run.duration)
+
+
+def _problem(run: TestRunEvidence) -> str | None:
+    if run.timed_out:
+        return "the varied run timed out"
+    if run.oom_killed or run.disk_full:
+        return "the varied run was killed for its memory or disk"
+    if run.junit_tampered:
+        return f"the varied run's report cannot be trusted: {run.junit_error}"
+    if run.junit_error or not run.junit_found:
+        return f"the varied run wrote no usable report: {run.junit_error or f'exit code {run.exit_code}'}"
+    return None

@@ -1,0 +1,49 @@
+"""The varied re-run's choices that need no sandbox: which tests it repeats, and the run's hash seed."""
+
+from __future__ import annotations
+
+from builders import make_task
+from gradeflow.integrity.harness import Varied
+from gradeflow.models import TaskSpec
+from gradeflow.models.evidence import Outcome, TestRunEvidence
+from gradeflow.tasks.varied import rerun_ids
+
+F1, F2, P1, P2 = "t.py::f1", "t.py::f2", "t.py::p1", "t.py::p2"
+COMMAND = "pytest --junitxml={junit}"
+
+
+def _task(**tests: object) -> TaskSpec:
+    return TaskSpec.model_validate(make_task(tests={"command": COMMAND, **tests}))
+
+
+def _run(outcomes: dict[str, Outcome]) -> TestRunEvidence:
+    return TestRunEvidence(exit_code=0, junit_found=True, outcomes=outcomes)
+
+
+def test_the_varied_run_repeats_the_fail_to_pass_tests_only_when_all_of_them_passed() -> None:
+    task = _task(fail_to_pass=[F1, F2], pass_to_pass=[P1])
+    assert rerun_ids(task, _run({F1: "passed", F2: "passed", P1: "passed"})) == [F1, F2]
+    assert rerun_ids(task, _run({F1: "passed", F2: "failed", P1: "passed"})) == []  # a failing grade pays nothing
+    assert rerun_ids(task, _run({F1: "passed", F2: "passed", P1: "error"})) == []
+
+
+def test_without_fail_to_pass_it_repeats_the_pass_to_pass_tests_that_passed_when_none_broke() -> None:
+    task = _task(pass_to_pass=[P1, P2])
+    assert rerun_ids(task, _run({P1: "passed", P2: "skipped"})) == [P1]
+    assert rerun_ids(task, _run({P1: "passed", P2: "failed"})) == []  # broken: the grade fails anyway
+    assert rerun_ids(task, _run({P1: "skipped", P2: "skipped"})) == []
+
+
+def test_the_hash_seed_is_nonzero_the_same_for_a_task_and_another_for_another_task() -> None:
+    one, again = _task(pass_to_pass=[P1]), _task(pass_to_pass=[P1])
+    other = TaskSpec.model_validate({**make_task(tests={"command": COMMAND}), "task_id": "other"})
+    assert one.hash_seed() == again.hash_seed() != other.hash_seed()
+    assert int(one.hash_seed()) > 0 and one.run_env()["PYTHONHASHSEED"] == one.hash_seed()
+    pinned = TaskSpec.model_validate({**make_task(tests={"command": COMMAND}), "env": {"PYTHONHASHSEED": "7"}})
+    assert pinned.run_env()["PYTHONHASHSEED"] == "7"  # the task's own env wins
+
+
+def test_a_varied_run_never_draws_the_main_run_s_hash_seed() -> None:
+    drawn = [Varied.drawn("12345") for _ in range(50)]
+    assert all(v.hash_seed != "12345" and int(v.hash_seed) > 0 for v in drawn)
+    assert all(v.main.startswith("{workspace}/") and v.main.endswith(".py") and v.recursion >= 200 for v in drawn)
