@@ -27,6 +27,12 @@ def test_the_varied_run_repeats_the_fail_to_pass_tests_only_when_all_of_them_pas
     assert rerun_ids(task, _run({F1: "passed", F2: "passed", P1: "error"})) == []
 
 
+def test_a_task_that_turns_it_off_repeats_nothing() -> None:
+    passing = _run({F1: "passed", P1: "passed"})
+    assert rerun_ids(_task(fail_to_pass=[F1], pass_to_pass=[P1]), passing) == [F1]
+    assert rerun_ids(_task(fail_to_pass=[F1], pass_to_pass=[P1], varied_run=False), passing) == []
+
+
 def test_without_fail_to_pass_it_repeats_the_pass_to_pass_tests_that_passed_when_none_broke() -> None:
     task = _task(pass_to_pass=[P1, P2])
     assert rerun_ids(task, _run({P1: "passed", P2: "skipped"})) == [P1]

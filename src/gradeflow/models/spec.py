@@ -151,6 +151,10 @@ class TestsSpec(_Spec):
     infrastructure_editable: list[str] = Field(default_factory=list)
     """Globs of test infrastructure this task's patch may change (a pytest plugin project's own config):
     neither reset nor a gate failure."""
+    varied_run: bool = True
+    """Once a candidate's required tests passed, run them again with pytest's marks off the process (each
+    call in a forked child) and send a test that then does not pass to review; off, a passing grade costs
+    one pytest start less and code that behaves only under a test runner goes unnoticed."""
     publish_hidden_details: bool = False
     """With hidden tests, the published result says passed/failed per declared test id and nothing else
     about the run (exit code, counts, durations, messages); on, everything is published as without them."""

@@ -34,8 +34,11 @@ __all__ = ["rerun_ids", "varied_run"]
 def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
     """The tests a varied run repeats: every fail_to_pass test, else, for a task with none, the pass_to_pass
     tests that passed. None when a fail_to_pass test did not pass or a pass_to_pass test failed (or is
-    missing): that grade fails anyway and pays for no second run."""
+    missing): that grade fails anyway and pays for no second run. None either for a task that turned it off
+    (``tests.varied_run: false``)."""
     spec = task_spec.tests
+    if not spec.varied_run:
+        return []
     quarantine = set(spec.quarantine)
     f2p = [t for t in spec.fail_to_pass if t not in quarantine]
     p2p = [t for t in spec.pass_to_pass if t not in quarantine]
