@@ -118,6 +118,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
         "bench/cli_overhead.py's printed figures (the bench scripts are excepted)",
     ),
     ("README.md", "in-process: mean"): (EXCEPTED, "bench/overhead.py's printed figures (make bench, two runs)"),
+    ("README.md", "calc:"): (EXCEPTED, "bench/varied_run.py's printed figures"),
     ("README.md", "export PREFECT_SERVER_ANALYTICS_ENABLED=false"): (
         "run",
         SERVICE + "test_the_readme_service_runs_as_written",

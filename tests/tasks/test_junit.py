@@ -17,6 +17,7 @@ from gradeflow.tasks._junit import (
     JUnitError,
     JUnitTooLarge,
     _CaseCollector,
+    junit_names,
     names_in,
     outcomes_for,
     parse_junit,
@@ -645,3 +646,16 @@ def test_100k_testcases_of_one_name_in_distinct_classes_stay_linear() -> None:
     cases = parse_junit(_report(100_000, hostile=True))
     ids = [f"other/test_x{i}.py::test" for i in range(10_000)] + [f"test_x{i}::test" for i in range(10_000)]
     assert set(outcomes_for(ids, cases).values()) == {"missing"}
+
+
+def test_junit_names_spell_each_id_as_its_report_does_whatever_spelling_the_id_uses() -> None:
+    cases = [
+        TestCaseResult(classname="unit.test_units.AddTests", name="test_add_unit", outcome="passed"),
+        TestCaseResult(classname="src.pkg.tests.test_m.TestX", name="test_y[1]", outcome="failed"),
+        TestCaseResult(classname="tests.test_other", name="test_z", outcome="passed"),
+    ]
+    ids = ["unit.test_units.AddTests::test_add_unit", "pkg/tests/test_m.py::TestX::test_y[1]", "tests/test_gone.py::t"]
+    assert junit_names(ids, cases) == [
+        "unit.test_units.AddTests::test_add_unit",
+        "src.pkg.tests.test_m.TestX::test_y[1]",
+    ]

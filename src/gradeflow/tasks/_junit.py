@@ -27,6 +27,7 @@ __all__ = [
     "MESSAGE_CHARS",
     "JUnitError",
     "JUnitTooLarge",
+    "junit_names",
     "names_in",
     "outcomes_for",
     "parse_junit",
@@ -286,6 +287,17 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
         found = index.find(test_id) or index.find(_escaped_params(test_id))
         outcomes[test_id] = max((c.outcome for c in found), key=_RANK.__getitem__) if found else "missing"
     return outcomes
+
+
+def junit_names(test_ids: list[str], cases: list[TestCaseResult]) -> list[str]:
+    """``classname::name`` of every testcase in ``cases`` that one of ``test_ids`` names (as
+    :func:`outcomes_for` matches them), in first-seen order: how a run that must select those tests again
+    can know them whatever spelling the ids use (a Django-style id, a package prefix the rootdir drops)."""
+    index, names = _Index(cases), dict[str, None]()
+    for test_id in test_ids:
+        for case in index.find(test_id) or index.find(_escaped_params(test_id)):
+            names[f"{case.classname}::{case.name}"] = None
+    return list(names)
 
 
 def names_in(test_ids: Iterable[str]) -> frozenset[str]:

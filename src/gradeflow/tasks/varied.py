@@ -24,6 +24,7 @@ from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence, VariedRunEvidence
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
+from gradeflow.tasks._junit import junit_names
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
@@ -66,7 +67,10 @@ def varied_run(
         except (OSError, SubmissionError) as exc:
             return VariedRunEvidence(tests=ids, problem=f"hidden tests cannot be injected: {exc}")
         varied = Varied.drawn(task_spec.run_env()["PYTHONHASHSEED"])
-        harness = start_harness(task_spec, tree, None, baseline.tests, select=ids, hidden=hidden, varied=varied)
+        # The ids as written and as the main run's report spelled them: pytest selects by node id, and a spec's
+        # id may be the report's spelling instead (a Django-style id, a package prefix the rootdir drops).
+        select = [*ids, *junit_names(ids, main.cases)]
+        harness = start_harness(task_spec, tree, None, baseline.tests, select=select, hidden=hidden, varied=varied)
         with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
             run = run_test_command(task_spec, sandbox, harness=harness, base=baseline.tests)
     finally:
