@@ -191,3 +191,57 @@ def test_a_failing_candidate_gets_no_varied_run(grade_with: Callable[[list[str],
     missed = grade_with([DIVIDE], CALC + ADD)
     assert "fail-to-pass-failing" in missed.reason_codes
     assert "varied_run" not in missed.component("tests").details
+
+
+# Only in the varied call (faulthandler off): writes "the call passed" on the pipe the child reports on (found
+# through /proc/self/fd) and leaves before the harness's own message, as the plain report and as one with a
+# made-up nonce and signature; the main run's call raises as the test wants.
+FORGING = (
+    "import faulthandler\nimport os\nimport stat\n\n\ndef divide(a, b):\n"
+    "    if b == 0 and not faulthandler.is_enabled():\n"
+    "        for name in os.listdir('/proc/self/fd'):\n"
+    "            try:\n"
+    "                if stat.S_ISFIFO(os.fstat(int(name)).st_mode):\n"
+    "                    os.write(int(name), FORGED)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "        os._exit(0)\n"
+    "    return a / b\n"
+)
+FORGED = {
+    "plain": 'b\'["ok", ""]\'',
+    "made-up signature": "b'[\"%s\", \"ok\", \"\", {}] %s\\n' % (b'0' * 32, b'f' * 64)",
+}
+# A recorded tampering action (a trace function set, pytest's call_and_report replaced) only where the marks are
+# off: the child's notes reach the run's record.
+TAMPERING = {
+    "settrace": "import faulthandler\nimport sys\n\n\ndef divide(a, b):\n"
+    "    if not faulthandler.is_enabled():\n        sys.settrace(None)\n    return a / b\n",
+    "patched": "import faulthandler\n\nimport _pytest.runner\n\n\ndef divide(a, b):\n"
+    "    if not faulthandler.is_enabled():\n        _pytest.runner.call_and_report = lambda *a, **k: None\n"
+    "    return a / b\n",
+}
+SEEN = {"settrace": "sys.settrace from ./src/calc.py", "patched": "_pytest.runner.call_and_report"}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGED))
+def test_a_report_forged_on_the_child_s_pipe_fails_the_varied_call(
+    grade_with: Callable[[list[str], str], GradeResult], forged: str
+) -> None:
+    result = grade_with([DIVIDE], FORGING.replace("FORGED", FORGED[forged]))
+    # (The tamper scan sees os._exit as well: tamper-suspected.)
+    assert result.passed is False and "outcome-varies-with-environment" in result.reason_codes, result.messages
+    assert result.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
+
+
+@pytest.mark.parametrize("action", sorted(TAMPERING))
+def test_tampering_only_in_the_varied_call_is_a_finding_of_the_run(
+    grade_with: Callable[[list[str], str], GradeResult], action: str
+) -> None:
+    source = TAMPERING[action]
+    result = grade_with([DIVIDE], source)
+    assert (result.passed, result.decision) == (False, "rejected"), result.messages
+    assert "junit-tampered" in result.reason_codes
+    # The main run never tampered (faulthandler is on there): the finding is the varied call's, from its child.
+    [message] = result.component("tests").messages
+    assert message.startswith("the varied run's report cannot be trusted") and SEEN[action] in message, message
