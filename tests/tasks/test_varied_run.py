@@ -221,24 +221,74 @@ TAMPERING = {
     "    if not faulthandler.is_enabled():\n        _pytest.runner.call_and_report = lambda *a, **k: None\n"
     "    return a / b\n",
 }
-SEEN = {"settrace": "sys.settrace from ./src/calc.py", "patched": "_pytest.runner.call_and_report"}
+# Only in the varied call: walks the frames up to the harness's (sys._getframe, then f_back and f_locals, which
+# no audit event sees) for the call's nonce and pipe, finds the run's signing function among closures, writes a
+# validly signed "the call passed" and leaves. The frame read is noted, and that note reached the parent
+# before the frame was handed over.
+REACHING = """import faulthandler
+import json
+import os
+import sys
 
 
-@pytest.mark.parametrize("forged", sorted(FORGED))
+def divide(a, b):
+    if b == 0 and not faulthandler.is_enabled():
+        frame = sys._getframe()
+        while not {"nonce", "writer"} <= set(frame.f_locals):
+            frame = frame.f_back
+        found, sign, stack, seen = frame.f_locals, None, list(frame.f_locals.values()), set()
+        while stack and sign is None:
+            value = stack.pop()
+            if id(value) not in seen:
+                seen.add(id(value))
+                sign = value if getattr(value, "__name__", "") == "sign" else None
+                stack += [cell.cell_contents for cell in getattr(value, "__closure__", None) or ()]
+        payload = json.dumps([found["nonce"], "ok", "", {}])
+        os.write(found["writer"], (payload + " " + sign(payload.encode()) + "\\n").encode())
+        os._exit(0)
+    return a / b
+"""
+# The same, with /dev/null put in place of every pipe first (kept under another descriptor, where the forged
+# message goes): the note cannot be sent, so the child ends at once and the call fails.
+SWAPPING = (
+    REACHING.replace("import sys\n", "import stat\nimport sys\n")
+    .replace(
+        "        frame = sys._getframe()\n",
+        "        saved = {}\n"
+        "        for name in os.listdir('/proc/self/fd'):\n"
+        "            try:\n"
+        "                if stat.S_ISFIFO(os.fstat(int(name)).st_mode):\n"
+        "                    saved[int(name)] = os.dup(int(name))\n"
+        "                    os.dup2(os.open(os.devnull, os.O_WRONLY), int(name))\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "        frame = sys._getframe()\n",
+    )
+    .replace('os.write(found["writer"]', 'os.write(saved[found["writer"]]')
+)
+SEEN = {
+    "settrace": "sys.settrace from ./src/calc.py",
+    "patched": "_pytest.runner.call_and_report",
+    "signed forgery": "sys._getframe from ./src/calc.py",
+}
+
+
+@pytest.mark.parametrize("forged", [*sorted(FORGED), "signed, pipe swapped"])
 def test_a_report_forged_on_the_child_s_pipe_fails_the_varied_call(
     grade_with: Callable[[list[str], str], GradeResult], forged: str
 ) -> None:
-    result = grade_with([DIVIDE], FORGING.replace("FORGED", FORGED[forged]))
+    source = SWAPPING if forged == "signed, pipe swapped" else FORGING.replace("FORGED", FORGED[forged])
+    result = grade_with([DIVIDE], source)
     # (The tamper scan sees os._exit as well: tamper-suspected.)
     assert result.passed is False and "outcome-varies-with-environment" in result.reason_codes, result.messages
     assert result.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
 
 
-@pytest.mark.parametrize("action", sorted(TAMPERING))
+@pytest.mark.parametrize("action", [*sorted(TAMPERING), "signed forgery"])
 def test_tampering_only_in_the_varied_call_is_a_finding_of_the_run(
     grade_with: Callable[[list[str], str], GradeResult], action: str
 ) -> None:
-    source = TAMPERING[action]
+    source = TAMPERING.get(action, REACHING)
     result = grade_with([DIVIDE], source)
     assert (result.passed, result.decision) == (False, "rejected"), result.messages
     assert "junit-tampered" in result.reason_codes
