@@ -4,7 +4,8 @@ A function's ``__defaults__``, ``__kwdefaults__`` and ``__code__`` are audited r
 own functions; ``__closure__`` and ``cell_contents`` are not audited at all. So no plugin function reachable
 from outside (the finder first in ``sys.meta_path``, the loaders of the modules it serves, the functions set
 on pytest's rewrite module) may hold the harness's state in a closure: here a test of the repository walks
-every closure it can reach from those places, in a real harnessed run with a hidden test handed over.
+every closure it can reach from those places, in a real harnessed run with a hidden test handed over (and in a
+varied run, where the walk runs in the child forked for the call).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from builders import make_task
+from gradeflow.integrity.harness import Varied
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.tasks._testrun import run_test_command, start_harness
@@ -113,7 +117,10 @@ def test_walk(pytestconfig):
 """
 
 
-def test_no_harness_state_is_reachable_through_a_closure(tmp_path: Path) -> None:
+@pytest.mark.parametrize("varied", [False, True], ids=["run", "varied-run"])
+def test_no_harness_state_is_reachable_through_a_closure(tmp_path: Path, varied: bool) -> None:
+    # In a varied run each test's ``item.runtest`` (reached through the session) is the harness's too: it leads to
+    # the run's signing function and the call's nonce, so it holds them in keyword-only defaults, not a closure.
     tree = tmp_path / "repo"
     (tree / "tests").mkdir(parents=True)
     (tree / "src").mkdir()
@@ -130,7 +137,8 @@ def test_no_harness_state_is_reachable_through_a_closure(tmp_path: Path) -> None
     }
     task = TaskSpec.model_validate(make_task(env={"PYTHONPATH": "src"}, tests=tests))
     handed = inject_hidden(task, tree, tmp_path / "backup")
-    harness = start_harness(task, tree, None, None, hidden=handed)
+    drawn = Varied.drawn("1") if varied else None
+    harness = start_harness(task, tree, None, None, hidden=handed, varied=drawn)
     assert harness is not None
     with LocalSandboxFactory().open(tree) as sandbox:
         evidence = run_test_command(task, sandbox, harness=harness, base=None)

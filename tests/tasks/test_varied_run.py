@@ -191,3 +191,107 @@ def test_a_failing_candidate_gets_no_varied_run(grade_with: Callable[[list[str],
     missed = grade_with([DIVIDE], CALC + ADD)
     assert "fail-to-pass-failing" in missed.reason_codes
     assert "varied_run" not in missed.component("tests").details
+
+
+# Only in the varied call (faulthandler off): writes "the call passed" on the pipe the child reports on (found
+# through /proc/self/fd) and leaves before the harness's own message, as the plain report and as one with a
+# made-up nonce and signature; the main run's call raises as the test wants.
+FORGING = (
+    "import faulthandler\nimport os\nimport stat\n\n\ndef divide(a, b):\n"
+    "    if b == 0 and not faulthandler.is_enabled():\n"
+    "        for name in os.listdir('/proc/self/fd'):\n"
+    "            try:\n"
+    "                if stat.S_ISFIFO(os.fstat(int(name)).st_mode):\n"
+    "                    os.write(int(name), FORGED)\n"
+    "            except OSError:\n"
+    "                pass\n"
+    "        os._exit(0)\n"
+    "    return a / b\n"
+)
+FORGED = {
+    "plain": 'b\'["ok", ""]\'',
+    "made-up signature": "b'[\"%s\", \"ok\", \"\", {}] %s\\n' % (b'0' * 32, b'f' * 64)",
+}
+# A recorded tampering action (a trace function set, pytest's call_and_report replaced) only where the marks are
+# off: the child's notes reach the run's record.
+TAMPERING = {
+    "settrace": "import faulthandler\nimport sys\n\n\ndef divide(a, b):\n"
+    "    if not faulthandler.is_enabled():\n        sys.settrace(None)\n    return a / b\n",
+    "patched": "import faulthandler\n\nimport _pytest.runner\n\n\ndef divide(a, b):\n"
+    "    if not faulthandler.is_enabled():\n        _pytest.runner.call_and_report = lambda *a, **k: None\n"
+    "    return a / b\n",
+}
+# Only in the varied call: walks the frames up to the harness's (sys._getframe, then f_back and f_locals, which
+# no audit event sees) for the call's nonce and pipe, finds the run's signing function among closures, writes a
+# validly signed "the call passed" and leaves. The frame read is noted, and that note reached the parent
+# before the frame was handed over.
+REACHING = """import faulthandler
+import json
+import os
+import sys
+
+
+def divide(a, b):
+    if b == 0 and not faulthandler.is_enabled():
+        frame = sys._getframe()
+        while not {"nonce", "writer"} <= set(frame.f_locals):
+            frame = frame.f_back
+        found, sign, stack, seen = frame.f_locals, None, list(frame.f_locals.values()), set()
+        while stack and sign is None:
+            value = stack.pop()
+            if id(value) not in seen:
+                seen.add(id(value))
+                sign = value if getattr(value, "__name__", "") == "sign" else None
+                stack += [cell.cell_contents for cell in getattr(value, "__closure__", None) or ()]
+        payload = json.dumps([found["nonce"], "ok", "", {}])
+        os.write(found["writer"], (payload + " " + sign(payload.encode()) + "\\n").encode())
+        os._exit(0)
+    return a / b
+"""
+# The same, with /dev/null put in place of every pipe first (kept under another descriptor, where the forged
+# message goes): the note cannot be sent, so the child ends at once and the call fails.
+SWAPPING = (
+    REACHING.replace("import sys\n", "import stat\nimport sys\n")
+    .replace(
+        "        frame = sys._getframe()\n",
+        "        saved = {}\n"
+        "        for name in os.listdir('/proc/self/fd'):\n"
+        "            try:\n"
+        "                if stat.S_ISFIFO(os.fstat(int(name)).st_mode):\n"
+        "                    saved[int(name)] = os.dup(int(name))\n"
+        "                    os.dup2(os.open(os.devnull, os.O_WRONLY), int(name))\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "        frame = sys._getframe()\n",
+    )
+    .replace('os.write(found["writer"]', 'os.write(saved[found["writer"]]')
+)
+SEEN = {
+    "settrace": "sys.settrace from ./src/calc.py",
+    "patched": "_pytest.runner.call_and_report",
+    "signed forgery": "sys._getframe from ./src/calc.py",
+}
+
+
+@pytest.mark.parametrize("forged", [*sorted(FORGED), "signed, pipe swapped"])
+def test_a_report_forged_on_the_child_s_pipe_fails_the_varied_call(
+    grade_with: Callable[[list[str], str], GradeResult], forged: str
+) -> None:
+    source = SWAPPING if forged == "signed, pipe swapped" else FORGING.replace("FORGED", FORGED[forged])
+    result = grade_with([DIVIDE], source)
+    # (The tamper scan sees os._exit as well: tamper-suspected.)
+    assert result.passed is False and "outcome-varies-with-environment" in result.reason_codes, result.messages
+    assert result.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
+
+
+@pytest.mark.parametrize("action", [*sorted(TAMPERING), "signed forgery"])
+def test_tampering_only_in_the_varied_call_is_a_finding_of_the_run(
+    grade_with: Callable[[list[str], str], GradeResult], action: str
+) -> None:
+    source = TAMPERING.get(action, REACHING)
+    result = grade_with([DIVIDE], source)
+    assert (result.passed, result.decision) == (False, "rejected"), result.messages
+    assert "junit-tampered" in result.reason_codes
+    # The main run never tampered (faulthandler is on there): the finding is the varied call's, from its child.
+    [message] = result.component("tests").messages
+    assert message.startswith("the varied run's report cannot be trusted") and SEEN[action] in message, message

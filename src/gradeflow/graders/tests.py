@@ -16,6 +16,7 @@
 | base's same comparison did not                         | ``equal-to-anything``       |
 | a test it passed did not when run again with pytest's  | kept, not passed (review):  |
 | marks off the process (the varied run)                 | ``outcome-varies-with-env…``|
+| the varied run's record or report shows tampering      | 0: ``junit-tampered``       |
 
 A skipped fail_to_pass test counts as failed. A skipped pass_to_pass test is kept only when it is
 skipped on the pristine base too (``tests.skipped_pass_to_pass: broken``, the default), or always
@@ -201,6 +202,8 @@ def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:
         return "junit-too-large", f"the JUnit report is too large to grade: {run.junit_error}"
     if run.junit_tampered:
         return "junit-tampered", f"the JUnit report cannot be trusted: {run.junit_error}"
+    if run.varied is not None and run.varied.tampered:
+        return "junit-tampered", f"the varied run's report cannot be trusted: {run.varied.tampered}"
     if run.junit_error:
         return "no-junit-output", f"the JUnit report is unusable: {run.junit_error}"
     if not run.junit_found:

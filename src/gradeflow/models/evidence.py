@@ -122,6 +122,10 @@ class VariedRunEvidence(BaseModel):
     """Their outcomes in the varied run (``missing`` where it reported none)."""
     problem: str | None = None
     """Why the varied run gave no usable report (timed out, no report, a report its harness contradicts)."""
+    tampered: str | None = None
+    """How the varied run's report or harness record shows tampering (what
+    :func:`~gradeflow.integrity.harness.check_run` found; notes made in a forked call count as the main run's do),
+    graded ``junit-tampered``; ``None`` when it shows none."""
     duration: float = 0.0
 
 

@@ -10,8 +10,10 @@ call in a child forked for it (fresh CPU time) where faulthandler is off, the st
 own, pytest's handlers are off the root logger (unless the test asks for ``caplog``), ``sys.stdout`` is the
 real one (unless it asks for ``capsys`` or ``capfd``), ``__main__`` and ``sys.argv`` name a script, the
 recursion limit is raised by a random amount, under another hash seed. A test that passed and now does not
-is ``outcome-varies-with-environment``, for a person to look at. A candidate whose required tests failed
-pays nothing: no varied run.
+is ``outcome-varies-with-environment``, for a person to look at. What the harness notes in a forked call
+(the child sends it, signed, with the call's outcome) is checked against the base run like the main run's
+notes: a varied run whose record shows tampering is ``junit-tampered``. A candidate whose required tests
+failed pays nothing: no varied run.
 """
 
 from __future__ import annotations
@@ -76,7 +78,10 @@ def varied_run(
     finally:
         remove_tree(tree.parent, ignore_errors=True)
     outcomes = {t: run.outcomes.get(t, "missing") for t in ids}
-    return VariedRunEvidence(tests=ids, outcomes=outcomes, problem=_problem(run), duration=run.duration)
+    tampered = run.junit_error if run.junit_tampered else None
+    return VariedRunEvidence(
+        tests=ids, outcomes=outcomes, problem=_problem(run), tampered=tampered, duration=run.duration
+    )
 
 
 def _problem(run: TestRunEvidence) -> str | None:
