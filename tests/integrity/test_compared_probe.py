@@ -3,14 +3,14 @@ equality comes from, with pytest's failure messages unchanged."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import pytest
+
+from integrity.plugin_run import install_plugin, read_record
 
 LIBRARY = """
 import dataclasses
@@ -118,24 +118,12 @@ def _run(
     if not bytecode:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
     if harnessed:
-        config: dict[str, object] = {
-            "nonce": "0c0ffee0",
-            "record": str(tmp_path / "record.json"),
-            "calls": str(tmp_path / "calls.log"),
-            "canary_file": "",
-            "canaries": [],
-            "must_fail": "",
-            "select": None,
-            "workspace": str(root),
-        }
-        template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
-        (tmp_path / "_gradeflow_0c0ffee0.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
-        command += ["-p", "_gradeflow_0c0ffee0"]
+        command += install_plugin(tmp_path, root)
         env["PYTHONPATH"] = f"{tmp_path}:src"
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
     if not harnessed:
         return done.stdout, {}
-    record = json.loads((tmp_path / "record.json").read_text().split("\nhmac-sha256 ")[0])
+    record = read_record(tmp_path)
     prefix = f"{root}/tests/test_values.py:"
     compared = {
         nodeid.rpartition("::")[2]: {place.removeprefix(prefix): found for place, found in entries.items()}

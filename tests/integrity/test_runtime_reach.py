@@ -4,13 +4,13 @@ tell that it runs under a test."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from integrity.plugin_run import install_plugin, read_record
 
 WORKSPACE_TESTS = """
 import lib
@@ -32,23 +32,12 @@ def harnessed_run(
     (root / "src" / "lib.py").write_text(library)
     (root / "tests" / "test_lib.py").write_text(tests)
     (tmp_path / "helper.py").write_text(installed)
-    config = {
-        "nonce": "0c0ffee0",
-        "record": str(tmp_path / "record.json"),
-        "calls": str(tmp_path / "calls.log"),
-        "canary_file": "",
-        "canaries": [],
-        "must_fail": "",
-        "select": None,
-        "workspace": str(root),
-    }
-    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
-    (tmp_path / "_gradeflow_0c0ffee0.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    plugin = install_plugin(tmp_path, root)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONDONTWRITEBYTECODE"))}
     env["PYTHONPATH"] = f"{tmp_path}:src"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "_gradeflow_0c0ffee0", "tests"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "tests"]
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
-    record = json.loads((tmp_path / "record.json").read_text().split("\nhmac-sha256 ")[0])
+    record = read_record(tmp_path)
     return record, done.stdout + done.stderr
 
 

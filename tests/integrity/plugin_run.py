@@ -1,0 +1,35 @@
+"""gradeflow's harness plugin for a plain pytest run of a test: written with a fixed config beside the run, and
+its signed record read back (what ``Harness`` does for a grade, without a sandbox or a channel)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+NAME = "_gradeflow_0c0ffee0"
+
+
+def install_plugin(folder: Path, workspace: Path) -> list[str]:
+    """The plugin written into ``folder`` (to be put on ``PYTHONPATH``) for a run of ``workspace``, its record and
+    call log in ``folder``; the pytest arguments that load it."""
+    config = {
+        "nonce": "0c0ffee0",
+        "record": str(folder / "record.json"),
+        "calls": str(folder / "calls.log"),
+        "canary_file": "",
+        "canaries": [],
+        "must_fail": "",
+        "select": None,
+        "workspace": str(workspace),
+    }
+    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
+    (folder / f"{NAME}.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    return ["-p", NAME]
+
+
+def read_record(folder: Path) -> dict[str, Any]:
+    """The record the plugin installed in ``folder`` wrote, its signature line left off."""
+    record: dict[str, Any] = json.loads((folder / "record.json").read_text().split("\nhmac-sha256 ")[0])
+    return record
