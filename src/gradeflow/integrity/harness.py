@@ -106,7 +106,8 @@ _MAIN_NAMES = ("main", "app", "run", "cli", "manage", "service", "server", "tool
 
 @dataclass(frozen=True)
 class Varied:
-    """What a varied run changes in each test's call, drawn per run (by :meth:`drawn`, for :mod:`gradeflow.tasks.varied`)."""
+    """What a varied run changes in each test's call, drawn per run by :meth:`drawn` (for
+    :mod:`gradeflow.tasks.varied`)."""
 
     main: str
     """The file ``__main__`` and ``sys.argv`` name in the call, as for a script a user runs (``{workspace}``
