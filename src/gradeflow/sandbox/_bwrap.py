@@ -80,6 +80,13 @@ class View:
     """``(target, link)`` pairs: the merged-``/usr`` links (``/bin`` → ``usr/bin``) as on the host."""
     files: tuple[tuple[str, str], ...] = field(default=())
     """``(host file, path inside)`` pairs shown read-only over what the system folders hold there."""
+    moved: tuple[tuple[str, str], ...] = field(default=())
+    """``(writable host folder, path inside)`` pairs: the folder shown writable there too, in this order
+    (a shaped run's ``HOME`` under ``/home`` and the tree inside it)."""
+    hostname: str = "sandbox"
+    file_size_limit: bool = True
+    """``disk`` is also every file's size limit (``RLIMIT_FSIZE``); off, ``/tmp``'s size and the guard on the
+    host's disk remain."""
 
 
 def interpreter_folders() -> tuple[str, ...]:
@@ -208,7 +215,7 @@ class BwrapContainment:
 
     def watch(self, leader: int) -> None:
         """Guard the host's disk while the command runs: the folders it writes live there."""
-        self._guard = DiskGuard(self.view.writable, leader)
+        self._guard = DiskGuard((*self.view.writable, *(source for source, _ in self.view.moved)), leader)
         self._guard.start()
 
     def kill_all(self, leader: int) -> None:
@@ -253,13 +260,20 @@ class BwrapContainment:
             limits.append(f"--data={view.memory}")
         if view.pids is not None and self.groups is None:
             limits.append(f"--nproc={view.pids}")
-        if view.disk is not None:
+        if view.disk is not None and view.file_size_limit:
             limits.append(f"--fsize={view.disk}")
         return ["prlimit", *limits, "--"] if limits else []
 
     def _namespaces(self) -> list[str]:
         args = ["--die-with-parent", "--new-session"]
-        args += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+        args += [
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            self.view.hostname,
+        ]
         args.append("--unshare-net")
         if self.view.uid is None:
             args += ["--unshare-user", "--cap-drop", "ALL"]
@@ -287,6 +301,13 @@ class BwrapContainment:
                     args += ["--perms", "0755", "--dir", str(parent)]
                     made.add(str(parent))
             args += [option, folder, folder]
+        for source, target in view.moved:
+            for parent in reversed(Path(target).parents):
+                if str(parent) not in made:
+                    args += ["--perms", "0755", "--dir", str(parent)]
+                    made.add(str(parent))
+            args += ["--bind", source, target]
+            made.add(target)
         for source, target in view.files:
             args += ["--ro-bind", source, target]
         return [*args, "--chdir", view.workdir, "--"]

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox.shape import Shape
 
 __all__ = [
     "DEFAULT_DISK",
@@ -330,6 +331,10 @@ class Sandbox(abc.ABC):
         """Replace each root's content with ``folder/<name>.tar`` (as :meth:`export_environment` wrote it,
         possibly relocated); a root without a tar is left as it is."""
 
+    def runs_on(self, tree: Path) -> bool:
+        """Commands run on the host folder ``tree`` itself (not on a copy of it)."""
+        return Path(self.workspace) == tree
+
     def output_path(self, name: str) -> str:
         """The path of ``output_dir/name`` as commands see it."""
         return f"{self.output_dir.rstrip('/')}/{name}"
@@ -363,6 +368,12 @@ class SandboxFactory(abc.ABC):
         the caller's mistake and is left for the grade to report.
         """
         del where
+
+    def shaped(self, shape: Shape) -> SandboxFactory:
+        """A factory like this one whose sandboxes look like ``shape`` (a developer's machine) as far as this
+        kind of sandbox can (see :mod:`gradeflow.sandbox.shape`); by default this factory itself."""
+        del shape
+        return self
 
     @abc.abstractmethod
     def probe(self) -> None:

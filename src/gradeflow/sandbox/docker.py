@@ -26,6 +26,7 @@ candidate broke its own). :meth:`DockerSandbox.close` removes the container; con
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import re
 import tarfile
@@ -70,6 +71,7 @@ from gradeflow.sandbox.base import (
     check_free_space,
     run_true_in_fresh_sandbox,
 )
+from gradeflow.sandbox.shape import Shape
 
 __all__ = [
     "DEFAULT_IMAGE",
@@ -131,7 +133,12 @@ class DockerSandbox(Sandbox):
     workspace = WORKSPACE
     output_dir = OUTPUT_DIR
 
-    def __init__(self, client: Any, settings: DockerSettings, image_id: str, host_workspace: Path) -> None:
+    def __init__(
+        self, client: Any, settings: DockerSettings, image_id: str, host_workspace: Path, shape: Shape | None = None
+    ) -> None:
+        """``shape``: the container's host name and the commands' variables a developer's (see
+        :mod:`gradeflow.sandbox.shape`); the user and paths stay the image's."""
+        self._shape = shape
         self._client = client
         self._settings = settings
         self._oom_kills = 0
@@ -150,6 +157,7 @@ class DockerSandbox(Sandbox):
                 ["sh", "-c", _KEEPER_START, _KEEPER_CODE, str(self._settings.uid)],
                 user="0:0",
                 **self._settings.container_options(),
+                **({} if self._shape is None else {"hostname": self._shape.hostname}),
             )
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot create a container of {image_id[:19]}: {exc}") from None
@@ -190,7 +198,8 @@ class DockerSandbox(Sandbox):
         if self._no_room is not None:
             return CommandResult(command=command, exit_code=125, stderr=self._no_room, disk_full=True)
         argv = ["sh", "-c", _PREPARE, "gradeflow", OUTPUT_DIR, WORKSPACE, command]
-        environment = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp", **env}
+        own = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp"}
+        environment = {**own, **env} if self._shape is None else self._shape.variables(own, env)
         try:
             pending, reader = run_exec(
                 self._client.api,
@@ -356,6 +365,7 @@ class DockerSandboxFactory(SandboxFactory):
         self._image_id: str | None = None
         self._run_image: str | None = None
         self._lock = threading.Lock()
+        self.shape: Shape | None = None
 
     def _connected(self) -> tuple[Any, str]:
         with self._lock:
@@ -372,7 +382,13 @@ class DockerSandboxFactory(SandboxFactory):
         with self._lock:
             if self._run_image is None:
                 self._run_image = harness_site_image(client, image_id, self.settings.image)
-        return DockerSandbox(client, self.settings, self._run_image, host_workspace)
+        return DockerSandbox(client, self.settings, self._run_image, host_workspace, self.shape)
+
+    def shaped(self, shape: Shape) -> DockerSandboxFactory:
+        """Sandboxes whose containers have ``shape``'s host name and whose commands a developer's variables."""
+        factory = copy.copy(self)
+        factory.shape = shape
+        return factory
 
     def probe(self) -> None:
         """The engine answers a ping, a fresh container of the image runs ``true``, the host disks have room."""

@@ -31,6 +31,7 @@ for this sandbox is inconclusive, never silently run in another (nor on the host
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import itertools
 import os
@@ -56,6 +57,7 @@ from gradeflow.sandbox.base import (
     run_true_in_fresh_sandbox,
 )
 from gradeflow.sandbox.local import LocalSandbox
+from gradeflow.sandbox.shape import Shape
 
 __all__ = ["IsolatedSandbox", "IsolatedSandboxFactory", "IsolationSettings"]
 
@@ -79,6 +81,21 @@ _USERS = itertools.count()
 _FIRST_UID, _UIDS = 200_000, 60_000
 
 
+def _person_uid(drawn: int) -> int:
+    """``drawn``, or the next uid from it that no account of this host has (so no other process of this host is
+    likely to hold it either)."""
+    taken: set[int] = set()
+    with contextlib.suppress(OSError):
+        for line in Path("/etc/passwd").read_text(errors="replace").splitlines():
+            fields = line.split(":")
+            if len(fields) > 2 and fields[2].isdigit():
+                taken.add(int(fields[2]))
+    uid = drawn
+    while uid in taken:
+        uid += 1
+    return uid
+
+
 def sandbox_user() -> int:
     """A uid (and gid) no other sandbox of this machine is likely to hold now, and no account has.
 
@@ -93,31 +110,51 @@ class IsolatedSandbox(LocalSandbox):
 
     kind: ClassVar[str] = "isolated"
 
-    def __init__(self, host_workspace: Path, settings: IsolationSettings, read_only: tuple[str, ...] = ()) -> None:
-        """``read_only``: more host folders commands see read-only at their paths (an agent's installation)."""
-        super().__init__(host_workspace, pid_namespace=False)
+    def __init__(
+        self,
+        host_workspace: Path,
+        settings: IsolationSettings,
+        read_only: tuple[str, ...] = (),
+        shape: Shape | None = None,
+    ) -> None:
+        """``read_only``: more host folders commands see read-only at their paths (an agent's installation);
+        ``shape``: commands see a developer's machine (see :mod:`gradeflow.sandbox.shape`): its user, host name,
+        ``/home/<user>`` as ``HOME`` and the tree inside it (also still at its own path, where the environment
+        set up for the task may name it)."""
+        super().__init__(host_workspace, pid_namespace=False, shape=shape)
         self._as_root = os.geteuid() == 0
         if self._as_root and settings.own_user:
             settings = copy.copy(settings)
-            settings.uid = settings.gid = sandbox_user()
+            settings.uid = settings.gid = sandbox_user() if shape is None else _person_uid(shape.uid)
+        self._user, self._home = ("sandbox", str(self._scratch / "home")) if shape is None else (shape.user, shape.home)
+        if shape is not None:
+            self.workspace = shape.workspace
         self._settings = settings
         self._accounts = self._write_accounts() if self._as_root else ()
         self._handed_over = False
         system, links = system_view()
         self._read_only = (*system, *interpreter_folders(), *(str(Path(f).resolve()) for f in read_only))
         self._links = links
-        self._writable = (self.workspace, *(str(self._scratch / name) for name in ("out", "home", "env")))
-        """The folders commands may write: the workspace, the output folder, ``HOME``, the private environment."""
+        own = (str(self._scratch / name) for name in ("out", "home", "env"))
+        self._writable = (*own,) if shape is not None else (self._tree, *own)
+        """The folders commands may write at their own paths: the workspace (at :attr:`workspace` when shaped),
+        the output folder, ``HOME``, the private environment."""
         self._bwrap = bwrap_path() or "bwrap"
 
     def _containment(self) -> BwrapContainment:
         self._hand_over()
         settings = self._settings
+        groups = make_groups(settings.memory, settings.pids) if self._as_root else None
         view = View(
             read_only=(*self._read_only, str(self._scratch / "harness")),
             files=self._accounts,
             writable=self._writable,
             workdir=self.workspace,
+            moved=()
+            if self._shape is None
+            else ((str(self._scratch / "home"), self._home), (self._tree, self.workspace)),
+            hostname="sandbox" if self._shape is None else self._shape.hostname,
+            file_size_limit=self._shape is None or groups is None,
             network=settings.network,
             uid=settings.uid if self._as_root else None,
             gid=settings.gid if self._as_root else None,
@@ -126,21 +163,29 @@ class IsolatedSandbox(LocalSandbox):
             disk=settings.disk,
             symlinks=self._links,
         )
-        groups = make_groups(settings.memory, settings.pids) if self._as_root else None
         return BwrapContainment(view, self._bwrap, groups)
+
+    def _moved(self) -> tuple[tuple[str, str], ...]:
+        """A shaped sandbox's ``HOME`` at ``/home/<user>`` and the tree inside it, in that order."""
+        if self._shape is None:
+            return ()
+        return (str(self._scratch / "home"), self._home), (self._tree, self.workspace)
 
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
         # The temporary folder is the private, size-limited /tmp (emptied after every command), so that
         # what a command leaves there counts against environment.disk, as in docker.
-        return {**super()._environment({}), "TMPDIR": "/tmp", **env}
+        own = {**super()._environment({}), "TMPDIR": "/tmp"}
+        return {**own, **env} if self._shape is None else {**own, "HOME": self._home, **env}
 
     def _write_accounts(self) -> tuple[tuple[str, str], ...]:
         """``/etc/passwd`` and ``/etc/group`` as the host has them plus the command user, for tools that look
         the current user up (``getpass``, ``git``, ``pip``)."""
-        uid, gid, home = self._settings.uid, self._settings.gid, self._scratch / "home"
+        uid, gid, home, user = self._settings.uid, self._settings.gid, self._home, self._user
+        gecos = "gradeflow sandbox" if self._shape is None else user.capitalize()
+        shell = "/bin/sh" if self._shape is None else "/bin/bash"
         lines = {
-            "passwd": f"sandbox:x:{uid}:{gid}:gradeflow sandbox:{home}:/bin/sh\n",
-            "group": f"sandbox:x:{gid}:\n",
+            "passwd": f"{user}:x:{uid}:{gid}:{gecos}:{home}:{shell}\n",
+            "group": f"{user}:x:{gid}:\n",
         }
         files = []
         for name, line in lines.items():
@@ -161,7 +206,11 @@ class IsolatedSandbox(LocalSandbox):
             return
         owner = f"{self._settings.uid}:{self._settings.gid}"
         # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
-        done = subprocess.run(["chown", "-R", "-P", "-h", owner, *self._writable], capture_output=True, check=False)
+        done = subprocess.run(
+            ["chown", "-R", "-P", "-h", owner, *dict.fromkeys((self._tree, *self._writable))],
+            capture_output=True,
+            check=False,
+        )
         if done.returncode != 0:
             tail = done.stderr[-200:]
             raise SandboxUnavailable(f"isolated sandbox: cannot hand the run's folders to {owner}: {tail!r}")
@@ -194,10 +243,18 @@ class IsolatedSandboxFactory(SandboxFactory):
         if network is not None:
             self.settings.network = network
         self.read_only = read_only
+        self.shape: Shape | None = None
 
     def open(self, host_workspace: Path) -> IsolatedSandbox:
         self._check()
-        return IsolatedSandbox(host_workspace, self.settings, self.read_only)
+        return IsolatedSandbox(host_workspace, self.settings, self.read_only, self.shape)
+
+    def shaped(self, shape: Shape) -> IsolatedSandboxFactory:
+        """Sandboxes whose commands see ``shape``'s user (a person's uid, as root), host name, ``/home`` and
+        paths, and a developer's variables."""
+        factory = copy.copy(self)
+        factory.shape = shape
+        return factory
 
     def _check(self) -> None:
         problem = bwrap_problem() or (uplink_problem() if self.settings.network else None)

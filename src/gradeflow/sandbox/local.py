@@ -46,6 +46,7 @@ from gradeflow.sandbox.base import (
     restore_roots,
     run_true_in_fresh_sandbox,
 )
+from gradeflow.sandbox.shape import Shape
 
 __all__ = ["LOCAL_WARNING", "LocalSandbox", "LocalSandboxFactory"]
 
@@ -106,26 +107,30 @@ class LocalSandbox(Sandbox):
 
     kind: ClassVar[str] = "local"
 
-    def __init__(self, host_workspace: Path, *, pid_namespace: bool | None = None) -> None:
-        """``pid_namespace``: run commands in a PID namespace (``None``: when this machine allows it)."""
+    def __init__(self, host_workspace: Path, *, pid_namespace: bool | None = None, shape: Shape | None = None) -> None:
+        """``pid_namespace``: run commands in a PID namespace (``None``: when this machine allows it); ``shape``:
+        the variables as a developer's shell has them (see :mod:`gradeflow.sandbox.shape`)."""
+        self._shape = shape
         self._pid_namespace = pid_namespace_available() if pid_namespace is None else pid_namespace
         self._scratch = Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
         self._python = make_private_environment(self._scratch / "env")
         self._saved: Path | None = None
+        self._tree = str(host_workspace)
+        """The tree on the host (commands see it at :attr:`workspace`, the same path here)."""
         self.workspace = str(host_workspace)
         self.output_dir = str(self._scratch / "out")
 
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
-        return {
+        own = {
             **BASE_ENV,
             "PATH": _path_variable(self._python),
             "VIRTUAL_ENV": str(self._python),
             "HOME": str(self._scratch / "home"),
             "TMPDIR": str(self._scratch / "tmp"),
-            **env,
         }
+        return {**own, **env} if self._shape is None else self._shape.variables(own, env)
 
     def run(self, command: str, *, env: dict[str, str], timeout: float, stdin: bytes | None = None) -> CommandResult:
         # A report left by an earlier command (setup, say) must never pass for this command's report.
@@ -136,7 +141,7 @@ class LocalSandbox(Sandbox):
         try:
             proc = subprocess.Popen(
                 contain.argv(command),
-                cwd=self.workspace,
+                cwd=self._tree,
                 env=contain.environment(self._environment(env)),
                 stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -185,6 +190,9 @@ class LocalSandbox(Sandbox):
         """How the next command is started and its processes ended (the isolated sandbox wraps it in bwrap)."""
         return Containment(self._pid_namespace)
 
+    def runs_on(self, tree: Path) -> bool:
+        return Path(self._tree) == tree
+
     def read_output(self, name: str, max_bytes: int) -> tuple[bytes, float] | None:
         path = Path(self.output_dir) / name
         if not path.is_file() or path.is_symlink():
@@ -212,7 +220,7 @@ class LocalSandbox(Sandbox):
         restore_roots(self.environment_roots(), folder)
 
     def export_workspace(self, archive: Path) -> None:
-        archive_tree(Path(self.workspace), archive)
+        archive_tree(Path(self._tree), archive)
         # Not beside HOME, where a command would find it by a relative path.
         if self._saved is None:
             self._saved = Path(tempfile.mkdtemp(prefix="gradeflow-saved-"))
@@ -223,7 +231,7 @@ class LocalSandbox(Sandbox):
 
     def import_workspace(self, archive: Path) -> None:
         # In place: an editable install made by setup names the workspace's and the environment's paths.
-        replace_tree(Path(self.workspace), archive)
+        replace_tree(Path(self._tree), archive)
         if self._saved is not None:
             for name in ("home", "env"):
                 remove_tree(self._scratch / name)
@@ -265,11 +273,16 @@ class LocalSandboxFactory(SandboxFactory):
 
     kind: ClassVar[str] = "local"
 
-    def __init__(self, *, pid_namespace: bool | None = None) -> None:
+    def __init__(self, *, pid_namespace: bool | None = None, shape: Shape | None = None) -> None:
         self.pid_namespace = pid_namespace
+        self.shape = shape
 
     def open(self, host_workspace: Path) -> LocalSandbox:
-        return LocalSandbox(host_workspace, pid_namespace=self.pid_namespace)
+        return LocalSandbox(host_workspace, pid_namespace=self.pid_namespace, shape=self.shape)
+
+    def shaped(self, shape: Shape) -> LocalSandboxFactory:
+        """Sandboxes whose commands get a developer's variables; the paths, user and host stay this machine's."""
+        return LocalSandboxFactory(pid_namespace=self.pid_namespace, shape=shape)
 
     def probe(self) -> None:
         """The disks under gradeflow's home and the temp folder have room, and ``true`` runs in a fresh sandbox."""

@@ -248,7 +248,7 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
             elif source.is_file():
                 _rewrite_archive(source, scratch / source.name, named, pairs)
         sandbox.import_environment(scratch)
-    if Path(sandbox.workspace) == tree:
+    if sandbox.runs_on(tree):
         inside = tree.resolve()
         for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
             target = tree / member_path(name)

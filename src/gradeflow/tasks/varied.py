@@ -26,6 +26,7 @@ from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence, VariedRunEvidence
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
+from gradeflow.sandbox.shape import Shape
 from gradeflow.tasks._junit import junit_names
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
@@ -73,7 +74,8 @@ def varied_run(
         # id may be the report's spelling instead (a Django-style id, a package prefix the rootdir drops).
         select = [*ids, *junit_names(ids, main.cases)]
         harness = start_harness(task_spec, tree, None, baseline.tests, select=select, hidden=hidden, varied=varied)
-        with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
+        shaped = sandboxes.shaped(Shape.drawn(_project_name(task_spec)))
+        with task_sandbox(task_spec, tree, baseline, shaped) as sandbox:
             run = run_test_command(task_spec, sandbox, harness=harness, base=baseline.tests)
     finally:
         remove_tree(tree.parent, ignore_errors=True)
@@ -82,6 +84,12 @@ def varied_run(
     return VariedRunEvidence(
         tests=ids, outcomes=outcomes, problem=_problem(run), tampered=tampered, duration=run.duration
     )
+
+
+def _project_name(task_spec: TaskSpec) -> str:
+    """What a developer's checkout of the task's repository would be called: its folder's or URL's last part."""
+    name = str(task_spec.repo).rstrip("/").removesuffix(".git").rsplit("/", 1)[-1]
+    return task_spec.task_id if name in ("", ".", "..", "repo", "repository") else name
 
 
 def _problem(run: TestRunEvidence) -> str | None:
