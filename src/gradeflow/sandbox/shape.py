@@ -2,11 +2,11 @@
 
 The main run's sandbox carries marks of its own: a user ``sandbox`` with a uid over 200,000, the host name
 ``sandbox``, a workspace under ``/tmp/gradeflow-ws-*``, ``HOME`` under ``/tmp/gradeflow-local-*``, no ``/home``,
-``PYTHONHASHSEED``, ``TZ`` and ``LC_ALL`` set, a file-size limit. Code that behaves only where it sees them
-passes its tests and fixes nothing. A varied run (:mod:`gradeflow.tasks.varied`) opens its sandbox through
-:meth:`~gradeflow.sandbox.base.SandboxFactory.shaped` with a :class:`Shape` drawn for that run: each kind of
-sandbox changes what it can of these and nothing an honest test sees (the tree's content, relative paths,
-the Python environment, the task's own variables):
+``PYTHONHASHSEED``, ``PYTHONDONTWRITEBYTECODE``, ``TZ`` and ``LC_ALL`` set, a file-size limit. Code that behaves
+only where it sees them passes its tests and fixes nothing. A varied run (:mod:`gradeflow.tasks.varied`) opens
+its sandbox through :meth:`~gradeflow.sandbox.base.SandboxFactory.shaped` with a :class:`Shape` drawn for that
+run: each kind of sandbox changes what it can of these and nothing an honest test sees (the tree's content,
+relative paths, the Python environment, the task's own variables):
 
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
   ``/home/<user>/<folder>/<project>``, the variables; no file-size limit where cgroups bound the run);
@@ -28,9 +28,10 @@ _USERS = (
 )  # fmt: skip
 _MACHINES = ("laptop", "desktop", "thinkpad", "workstation", "dev", "mbp", "xps", "box", "pc", "home")
 _FOLDERS = ("src", "code", "projects", "work", "git", "dev", "repos")
-UNSET_VARIABLES = ("PYTHONHASHSEED", "TZ", "LC_ALL")
+UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
-Python then draws its own hash seed, the time zone is the system's, the locale ``LANG``'s."""
+Python then draws its own hash seed and caches bytecode (in the run's disposable copies), the time zone is the
+system's, the locale ``LANG``'s."""
 
 
 @dataclass(frozen=True)
