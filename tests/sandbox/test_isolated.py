@@ -21,6 +21,7 @@ from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox import _bwrap
 from gradeflow.sandbox._cgroups import cgroups_available
 from gradeflow.sandbox.isolated import IsolatedSandbox, IsolatedSandboxFactory
+from gradeflow.sandbox.shape import Shape
 
 pytestmark = pytest.mark.slow
 
@@ -283,3 +284,33 @@ def test_a_command_taking_the_hosts_inodes_down_is_stopped_as_disk_full(tmp_path
         result = box.run(spray, env={}, timeout=120)
         assert result.disk_full and "all-written" not in result.stdout
         assert len(list(workspace.glob("f*"))) < 55000
+
+
+def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
+    shape = Shape(user="maria", uid=1234, hostname="maria-laptop", folder="src", project="calc")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "given.txt").write_text("from the grader\n")
+    probe = (
+        "id -un; hostname; pwd; echo $HOME; cat given.txt; echo made > made.txt; ls -d /home/maria; "
+        'echo "[${PYTHONHASHSEED-unset}] [${TZ-unset}] [${PYTHONDONTWRITEBYTECODE-unset}] [$USER]"; ulimit -f'
+    )
+    with factory.shaped(shape).open(workspace) as sandbox:
+        assert sandbox.workspace == "/home/maria/src/calc" and sandbox.runs_on(workspace)
+        result = sandbox.run(probe, env={"KEPT": "1"}, timeout=30)
+    lines = result.stdout.splitlines()
+    assert result.exit_code == 0, result.stderr
+    assert lines[1:6] == ["maria-laptop", "/home/maria/src/calc", "/home/maria", "from the grader", "/home/maria"]
+    assert lines[6] == "[unset] [unset] [unset] [maria]"
+    assert (workspace / "made.txt").read_text() == "made\n"  # the host's tree, at the developer's path
+    if os.geteuid() == 0:
+        assert lines[0] == "maria"
+        assert lines[7] == ("unlimited" if cgroups_available() else str(32 * 1024 * 1024 // 512))
+
+
+def test_an_unshaped_factory_is_left_as_it_was(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
+    shaped = factory.shaped(Shape.drawn("calc"))
+    assert factory.shape is None and shaped.shape is not None
+    with factory.open(tmp_path) as sandbox:
+        assert sandbox.workspace == str(tmp_path)
+        assert sandbox.run("hostname", env={}, timeout=30).stdout.strip() == "sandbox"

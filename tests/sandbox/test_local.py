@@ -14,6 +14,7 @@ import pytest
 from gradeflow.sandbox._local_procs import pid_namespace_available
 from gradeflow.sandbox.base import MAX_OUTPUT_BYTES
 from gradeflow.sandbox.local import LocalSandboxFactory
+from gradeflow.sandbox.shape import Shape
 
 
 @pytest.fixture
@@ -191,3 +192,26 @@ def test_the_local_sandbox_warns_once_per_grade(capsys: pytest.CaptureFixture[st
     LocalSandboxFactory().describe()
     err = capsys.readouterr().err.splitlines()
     assert err == [LOCAL_WARNING] and "trusted code only" in err[0]
+
+
+def test_a_shaped_local_sandbox_changes_the_variables_only(tmp_path: Path) -> None:
+    shape = Shape(user="kai", uid=1500, hostname="kai-desktop", folder="code", project="calc")
+    given = {"TZ": "Europe/Berlin", "TASK_VAR": "visible"}
+    with LocalSandboxFactory().shaped(shape).open(tmp_path) as sandbox:
+        result = sandbox.run("env; pwd", env={"PYTHONHASHSEED": "7", **given}, timeout=10)
+        assert sandbox.workspace == str(tmp_path)
+    lines = result.stdout.splitlines()
+    assert lines[-1] == str(tmp_path)
+    assert {"USER=kai", "LOGNAME=kai", "TZ=Europe/Berlin", "TASK_VAR=visible", "PYTHONHASHSEED=7"} <= set(lines)
+    assert not any(line.startswith(("LC_ALL=", "PYTHONDONTWRITEBYTECODE=")) for line in lines)
+
+
+def test_shape_leaves_out_the_graders_variables_unless_given() -> None:
+    shape = Shape.drawn("../my repo!")
+    assert shape.project == "myrepo" and shape.workspace == f"/home/{shape.user}/{shape.folder}/myrepo"
+    own = {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "HOME": "/h"}
+    assert shape.variables(own, {}) == {
+        "LANG": "C.UTF-8", "HOME": "/h", "USER": shape.user, "LOGNAME": shape.user, "SHELL": "/bin/bash"
+    }  # fmt: skip
+    assert shape.variables(own, {"TZ": "UTC"})["TZ"] == "UTC"
+    assert 1000 <= shape.uid < 30000
