@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -287,13 +288,14 @@ def test_a_command_taking_the_hosts_inodes_down_is_stopped_as_disk_full(tmp_path
 
 
 def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
-    shape = Shape(user="maria", uid=1234, hostname="maria-laptop", folder="src", project="calc")
+    shape = Shape(user="maria", uid=1234, hostname="maria-laptop", folder="src", project="calc", first_pid=5000)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "given.txt").write_text("from the grader\n")
     probe = (
         "id -un; hostname; pwd; echo $HOME; cat given.txt; echo made > made.txt; ls -d /home/maria; "
-        'echo "[${PYTHONHASHSEED-unset}] [${TZ-unset}] [${PYTHONDONTWRITEBYTECODE-unset}] [$USER]"; ulimit -f'
+        'echo "[${PYTHONHASHSEED-unset}] [${TZ-unset}] [${PYTHONDONTWRITEBYTECODE-unset}] [$USER]"; ulimit -f; '
+        "echo $$; cat /proc/net/dev"
     )
     with factory.shaped(shape).open(workspace) as sandbox:
         assert sandbox.workspace == "/home/maria/src/calc" and sandbox.runs_on(workspace)
@@ -306,6 +308,9 @@ def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandb
     if os.geteuid() == 0:
         assert lines[0] == "maria"
         assert lines[7] == ("unlimited" if cgroups_available() else str(32 * 1024 * 1024 // 512))
+        assert int(lines[8]) >= 5000
+        if shutil.which("ip"):
+            assert "eth0:" in result.stdout
 
 
 def test_an_unshaped_factory_is_left_as_it_was(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:

@@ -84,6 +84,9 @@ class View:
     """``(writable host folder, path inside)`` pairs: the folder shown writable there too, in this order
     (a shaped run's ``HOME`` under ``/home`` and the tree inside it)."""
     hostname: str = "sandbox"
+    machine: tuple[int, str] | None = None
+    """As root, ``(pid, interface)``: the command's processes are numbered from ``pid`` on (not from 2), and the
+    network namespace has a link named ``interface`` besides ``lo`` (a veth pair of its own, leading nowhere)."""
     file_size_limit: bool = True
     """``disk`` is also every file's size limit (``RLIMIT_FSIZE``); off, ``/tmp``'s size and the guard on the
     host's disk remain."""
@@ -315,7 +318,13 @@ class BwrapContainment:
     def _user(self) -> list[str]:
         if self.view.uid is None:
             return []
+        machine = []
+        if self.view.machine is not None:
+            # Still root, in the command's own namespaces: a best effort, the command runs whatever came of it.
+            pid, interface = self.view.machine
+            machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}"]
         return [
+            *machine,
             "setpriv",
             f"--reuid={self.view.uid}",
             f"--regid={self.view.gid}",
@@ -326,6 +335,13 @@ class BwrapContainment:
             "--",
         ]
 
+
+_MACHINE = (
+    'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
+    'command -v ip >/dev/null && ip link add "$2" type veth peer name "$3" 2>/dev/null && ip link set "$2" up; '
+    'shift 3; exec "$@"'
+)
+"""Numbers the next processes of the pid namespace from ``$1`` on, adds link ``$2`` (peer ``$3``), runs the rest."""
 
 _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}

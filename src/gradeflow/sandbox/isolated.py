@@ -154,6 +154,7 @@ class IsolatedSandbox(LocalSandbox):
             if self._shape is None
             else ((str(self._scratch / "home"), self._home), (self._tree, self.workspace)),
             hostname="sandbox" if self._shape is None else self._shape.hostname,
+            machine=None if self._shape is None or settings.network else (self._shape.first_pid, self._shape.interface),
             file_size_limit=self._shape is None or groups is None,
             network=settings.network,
             uid=settings.uid if self._as_root else None,

@@ -9,7 +9,8 @@ run: each kind of sandbox changes what it can of these and nothing an honest tes
 relative paths, the Python environment, the task's own variables):
 
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
-  ``/home/<user>/<folder>/<project>``, the variables; no file-size limit where cgroups bound the run);
+  ``/home/<user>/<folder>/<project>``, the variables; no file-size limit where cgroups bound the run; as root,
+  process ids from a drawn number on and a network link beside ``lo``);
 - docker: the host name and the variables;
 - local (trusted code, no isolation): the variables only.
 """
@@ -27,6 +28,7 @@ _USERS = (
     "sara", "sofia", "tom", "yuki",
 )  # fmt: skip
 _MACHINES = ("laptop", "desktop", "thinkpad", "workstation", "dev", "mbp", "xps", "box", "pc", "home")
+_INTERFACES = ("eth0", "enp3s0", "enp0s31f6", "eno1", "wlp2s0", "wlan0")
 _FOLDERS = ("src", "code", "projects", "work", "git", "dev", "repos")
 UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
@@ -47,6 +49,10 @@ class Shape:
     """The folder of the user's home that holds the checkout (``src``, ``projects`` ...)."""
     project: str
     """The checkout's folder name."""
+    first_pid: int = 4000
+    """Where the sandbox numbers the run's processes from, where it can (isolated, as root): no longer 2, 3, 4."""
+    interface: str = "eth0"
+    """A network link the sandbox adds beside ``lo`` where it can (isolated, as root), leading nowhere."""
 
     @classmethod
     def drawn(cls, project: str) -> Shape:
@@ -61,6 +67,8 @@ class Shape:
             hostname=hostname,
             folder=draw.choice(_FOLDERS),
             project=name[:40],
+            first_pid=draw.randrange(1200, 30000),
+            interface=draw.choice(_INTERFACES),
         )
 
     @property
