@@ -115,7 +115,8 @@ class Varied:
     recursion: int
     """Frames added to the recursion limit in the call, on top of the run's own."""
     hash_seed: str
-    """The run's ``PYTHONHASHSEED``, another than the main run's."""
+    """A seed other than the main run's (unused since the varied run sets no ``PYTHONHASHSEED`` at all and Python
+    draws its own, unless the task's ``env`` pins one)."""
 
     @classmethod
     def drawn(cls, hash_seed: str) -> Varied:

@@ -9,8 +9,11 @@ or the pass_to_pass tests of a task with none), they run again through the same 
 call in a child forked for it (fresh CPU time) where faulthandler is off, the standard hooks are Python's
 own, pytest's handlers are off the root logger (unless the test asks for ``caplog``), ``sys.stdout`` is the
 real one (unless it asks for ``capsys`` or ``capfd``), ``__main__`` and ``sys.argv`` name a script, the
-recursion limit is raised by a random amount, under another hash seed. A test that passed and now does not
-is ``outcome-varies-with-environment``, for a person to look at. What the harness notes in a forked call
+recursion limit is raised by a random amount. The session's collection runs with those marks off too (pytest's
+capture suspended while a test file's modules are imported), and the sandbox is shaped like a developer's
+machine, drawn per run (:mod:`gradeflow.sandbox.shape`: another user, host name, ``HOME`` and path of the tree,
+no ``PYTHONHASHSEED`` so Python draws one, as far as the kind of sandbox allows). A test that passed and now
+does not is ``outcome-varies-with-environment``, for a person to look at. What the harness notes in a forked call
 (the child sends it, signed, with the call's outcome) is checked against the base run like the main run's
 notes: a varied run whose record shows tampering is ``junit-tampered``. A candidate whose required tests
 failed pays nothing: no varied run.
