@@ -3,6 +3,7 @@ and steps timed in alternation in one process."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,8 @@ from pathlib import Path
 
 from gradeflow.api import make_submission
 from gradeflow.models import TaskSpec
+from gradeflow.sandbox.base import SandboxFactory
+from gradeflow.sandbox.isolated import IsolatedSandboxFactory
 from gradeflow.sandbox.local import LocalSandboxFactory
 from gradeflow.spec import load_task
 from gradeflow.tasks import baseline, environment, snapshot
@@ -24,17 +27,18 @@ class Prepared:
     task: TaskSpec
     base: baseline.Baseline
     snap: snapshot.Snapshot
-    factory: LocalSandboxFactory
+    factory: SandboxFactory
     workspace: Path
 
 
 @contextmanager
 def prepared(example: Path) -> Iterator[Prepared]:
-    """The tests step's inputs for ``example`` (a folder with task.yaml and reference.diff), local sandbox; the
-    snapshot's workspace discarded after."""
+    """The tests step's inputs for ``example`` (a folder with task.yaml and reference.diff), local sandbox (the
+    isolated one with ``GRADEFLOW_BENCH_SANDBOX=isolated``); the snapshot's workspace discarded after."""
     task = load_task(example / "task.yaml")
     submission = make_submission(patch=example / "reference.diff", submission_id="bench")
-    factory = LocalSandboxFactory()
+    isolated = os.environ.get("GRADEFLOW_BENCH_SANDBOX") == "isolated"
+    factory: SandboxFactory = IsolatedSandboxFactory(task.environment) if isolated else LocalSandboxFactory()
     env = environment.describe_environment.fn(task, factory)
     base = baseline.prepare_baseline.fn(task, environment.pin_base.fn(task), env, factory)
     snap = snapshot.take_snapshot.fn(task, submission, base)

@@ -12,7 +12,7 @@ process and the local sandbox:
     print(f"  the varied run adds {added:+.3f} s to a passing grade's tests step ({ratio:.2f}x)")
 nothing: it gets no varied run).
 
-    python bench/varied_run.py [N]
+    python bench/varied_run.py [N]          (GRADEFLOW_BENCH_SANDBOX=isolated: in the isolated sandbox)
 """
 
 from __future__ import annotations
