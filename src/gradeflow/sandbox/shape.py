@@ -11,7 +11,7 @@ relative paths, the Python environment, the task's own variables):
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
   ``/home/<user>/<folder>/<project>``, the variables; no file-size limit where cgroups bound the run; as root,
   process ids from a drawn number on and a network link beside ``lo``);
-- docker: the host name and the variables;
+- docker: the host name and the variables (the image's user, ``HOME`` and ``/workspace`` stay);
 - local (trusted code, no isolation): the variables only.
 """
 
