@@ -137,7 +137,7 @@ def test_no_harness_state_is_reachable_through_a_closure(tmp_path: Path, varied:
     }
     task = TaskSpec.model_validate(make_task(env={"PYTHONPATH": "src"}, tests=tests))
     handed = inject_hidden(task, tree, tmp_path / "backup")
-    drawn = Varied.drawn("1") if varied else None
+    drawn = Varied.drawn() if varied else None
     harness = start_harness(task, tree, None, None, hidden=handed, varied=drawn)
     assert harness is not None
     with LocalSandboxFactory().open(tree) as sandbox:

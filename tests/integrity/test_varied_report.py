@@ -83,7 +83,7 @@ def test_a_varied_call_fails_unless_its_child_sent_one_signed_message_of_its_own
         "pass_to_pass": [],
     }
     task = TaskSpec.model_validate(make_task(tests=tests))
-    harness = start_harness(task, tree, None, None, select=ids, varied=Varied.drawn("1"))
+    harness = start_harness(task, tree, None, None, select=ids, varied=Varied.drawn())
     assert harness is not None
     with LocalSandboxFactory().open(tree) as sandbox:
         evidence = run_test_command(task, sandbox, harness=harness, base=None)

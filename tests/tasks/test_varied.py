@@ -49,7 +49,6 @@ def test_the_hash_seed_is_nonzero_the_same_for_a_task_and_another_for_another_ta
     assert pinned.run_env()["PYTHONHASHSEED"] == "7"  # the task's own env wins
 
 
-def test_a_varied_run_never_draws_the_main_run_s_hash_seed() -> None:
-    drawn = [Varied.drawn("12345") for _ in range(50)]
-    assert all(v.hash_seed != "12345" and int(v.hash_seed) > 0 for v in drawn)
+def test_a_varied_run_draws_a_script_name_and_more_recursion_room() -> None:
+    drawn = [Varied.drawn() for _ in range(50)]
     assert all(v.main.startswith("{workspace}/") and v.main.endswith(".py") and v.recursion >= 200 for v in drawn)

@@ -114,19 +114,14 @@ class Varied:
     stands for the run's workspace)."""
     recursion: int
     """Frames added to the recursion limit in the call, on top of the run's own."""
-    hash_seed: str
-    """A seed other than the main run's (unused since the varied run sets no ``PYTHONHASHSEED`` at all and Python
-    draws its own, unless the task's ``env`` pins one)."""
 
     @classmethod
-    def drawn(cls, hash_seed: str) -> Varied:
-        """New random values; ``hash_seed`` (the main run's) is never drawn again."""
+    def drawn(cls) -> Varied:
+        """New random values. (The varied run sets no ``PYTHONHASHSEED``: Python draws its own, unless the
+        task's ``env`` pins one.)"""
         draw = secrets.SystemRandom()
-        seed = hash_seed
-        while seed == hash_seed:
-            seed = str(draw.randrange(1, 4294967296))
         main = f"{{workspace}}/{draw.choice(_MAIN_NAMES)}.py"
-        return cls(main=main, recursion=draw.randrange(200, 1200), hash_seed=seed)
+        return cls(main=main, recursion=draw.randrange(200, 1200))
 
 
 @dataclass(frozen=True)

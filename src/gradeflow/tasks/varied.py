@@ -72,7 +72,7 @@ def varied_run(
             hidden = inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
         except (OSError, SubmissionError) as exc:
             return VariedRunEvidence(tests=ids, problem=f"hidden tests cannot be injected: {exc}")
-        varied = Varied.drawn(task_spec.run_env()["PYTHONHASHSEED"])
+        varied = Varied.drawn()
         # The ids as written and as the main run's report spelled them: pytest selects by node id, and a spec's
         # id may be the report's spelling instead (a Django-style id, a package prefix the rootdir drops).
         select = [*ids, *junit_names(ids, main.cases)]
