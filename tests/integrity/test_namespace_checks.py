@@ -1,0 +1,106 @@
+"""The checks after every call see a watched name rebound however the write is made.
+
+The per-call checks compare a namespace's values only when the namespace was written to since the last check
+that found everything in place (its dict's version tag; see ``_held`` in the plugin). These tests make the write
+in the ways CPython has, a specialised attribute store warmed up first among them, and in a later call than the
+first, so a fast path that missed one would leave the rebinding unnoted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from integrity.plugin_run import install_plugin, read_record
+
+LIBRARY = """
+import _pytest.runner as runner
+import _pytest.python as python
+
+
+def quiet(*args, **kwargs):
+    return False
+
+
+def rebind(how):
+    original = runner.check_interactive_exception
+    if how == "attribute":
+        for _ in range(5000):  # warmed up: the store is specialised by now
+            runner.check_interactive_exception = original
+        runner.check_interactive_exception = quiet
+    elif how == "dict":
+        vars(runner)["check_interactive_exception"] = quiet
+    elif how == "update":
+        vars(runner).update(check_interactive_exception=quiet)
+    elif how == "class":
+        for _ in range(5000):
+            python.Function.setup = python.Function.setup
+        python.Function.setup = quiet
+    return True
+"""
+
+TESTS = """
+import lib
+
+
+def test_first():
+    assert True
+
+
+def test_second():
+    assert True
+
+
+def test_rebinds():
+    assert lib.rebind({how!r})
+
+
+def test_after():
+    assert True
+"""
+
+
+def run(tmp_path: Path, how: str) -> dict[str, Any]:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.py").write_text(LIBRARY)
+    (root / "tests" / "test_lib.py").write_text(TESTS.format(how=how))
+    plugin = install_plugin(tmp_path, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONDONTWRITEBYTECODE"))}
+    env["PYTHONPATH"] = f"{tmp_path}:src"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "tests"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode in (0, 1), done.stdout + done.stderr  # the tests ran (a failed one is fine)
+    return read_record(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("how", "name"),
+    [
+        ("attribute", "check_interactive_exception"),
+        ("dict", "check_interactive_exception"),
+        ("update", "check_interactive_exception"),
+        ("class", "Function.setup"),
+    ],
+)
+def test_a_name_rebound_in_a_later_call_is_noted(tmp_path: Path, how: str, name: str) -> None:
+    record = run(tmp_path, how)
+    assert any(name in label for label in record["patched"]), record["patched"]
+
+
+def test_no_write_no_note(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "tests").mkdir(parents=True)
+    (root / "tests" / "test_plain.py").write_text("def test_one():\n    assert True\n\n\ndef test_two():\n    pass\n")
+    plugin = install_plugin(tmp_path, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONDONTWRITEBYTECODE"))}
+    env["PYTHONPATH"] = str(tmp_path)
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "tests"]
+    subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert read_record(tmp_path)["patched"] == []
