@@ -104,3 +104,101 @@ def test_no_write_no_note(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "tests"]
     subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert read_record(tmp_path)["patched"] == []
+
+
+SHADOWING_LIBRARY = """
+import sys
+
+
+class Mine(ArithmeticError):
+    pass
+
+
+def share():
+    for name, module in list(sys.modules.items()):
+        if name.startswith("test_"):
+            vars(module).setdefault("ZeroDivisionError", Mine)
+
+
+if {at_import}:
+    share()
+
+
+def run():
+    if not {at_import}:
+        share()
+    return True
+"""
+
+HONEST_TESTS = """
+import os.path
+import lib
+from lib import run as go
+
+counter = 0
+for index in range(2):
+    pass
+with open(os.path.devnull) as sink:
+    pass
+try:
+    import no_such_module
+except ImportError as missing:
+    pass
+if (size := 3) > 2:
+    pass
+match [1, 2]:
+    case [first, *others]:
+        pass
+
+
+def bump():
+    global late_name
+    late_name = 1
+
+
+class TestKind:
+    def test_method(self):
+        assert True
+
+
+def test_first():
+    bump()
+    assert go()
+
+
+def test_second():
+    assert True
+"""
+
+
+def plugin_run(tmp_path: Path, library: str, tests: str) -> dict[str, Any]:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.py").write_text(library)
+    (root / "tests" / "test_lib.py").write_text(tests)
+    plugin = install_plugin(tmp_path, root)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHONDONTWRITEBYTECODE"))}
+    env["PYTHONPATH"] = f"{tmp_path}:src"
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin, "tests"]
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return read_record(tmp_path)
+
+
+@pytest.mark.parametrize("at_import", [True, False], ids=["at-import", "in-a-call"])
+def test_a_name_a_test_module_s_code_never_binds_is_noted(tmp_path: Path, at_import: bool) -> None:
+    tests = "import lib\n\n\ndef test_one():\n    assert lib.run()\n\n\ndef test_two():\n    assert True\n"
+    record = plugin_run(tmp_path, SHADOWING_LIBRARY.format(at_import=at_import), tests)
+    assert [n for n in record["namespaces"] if "ZeroDivisionError (not bound by its code)" in n], record["namespaces"]
+
+
+def test_names_a_test_module_binds_itself_are_not_noted(tmp_path: Path) -> None:
+    record = plugin_run(tmp_path, "def run():\n    return True\n", HONEST_TESTS)
+    assert record["namespaces"] == []
+
+
+def test_a_test_module_that_binds_names_dynamically_is_not_judged_by_its_names(tmp_path: Path) -> None:
+    tests = "import lib\n\nglobals()['made'] = 1\n\n\ndef test_one():\n    assert lib.run()\n"
+    record = plugin_run(tmp_path, SHADOWING_LIBRARY.format(at_import=False), tests)
+    assert not [n for n in record["namespaces"] if "not bound by its code" in n]
