@@ -7,7 +7,8 @@
     ├── SubmissionError            the submission itself is at fault (graded, never retried)
     │   ├── PatchDoesNotApply      the diff does not apply to the base revision
     │   ├── PathEscape             the diff or checkout reaches outside the repository
-    │   └── UnsupportedFileType    the checkout holds a file the grader cannot copy (a FIFO, a link loop)
+    │   ├── UnsupportedFileType    the checkout holds a file the grader cannot copy (a FIFO, a link loop)
+    │   └── SubmissionTooLarge     a file (apparent size) or the checkout is over its limit: refused before any copy
     └── InfraError                 the environment failed, not the patch: inconclusive (``retryable`` ones
         │                          are retried first by the Prefect tasks, see ``tasks/_retry.py``;
     │                          a plain ``InfraError`` is not)
@@ -38,6 +39,7 @@ __all__ = [
     "SandboxUnavailable",
     "SpecError",
     "SubmissionError",
+    "SubmissionTooLarge",
     "UnsupportedFileType",
     "prefect_server_errors",
 ]
@@ -77,6 +79,12 @@ class UnsupportedFileType(SubmissionError):
     """The submission holds a file the grader cannot copy or follow: a FIFO, socket, device or link loop."""
 
     reason_code = "unsupported-file-type"
+
+
+class SubmissionTooLarge(SubmissionError):
+    """A candidate file (by apparent size, so a sparse one counts whole) or the checkout is over its limit."""
+
+    reason_code = "submission-too-large"
 
 
 class InfraError(GradeflowError):

@@ -20,6 +20,8 @@ _SUBMISSION = {
     "patch-does-not-apply": "the diff does not apply to the base revision",
     "path-escape": "the diff or checkout reaches outside the repository",
     "unsupported-file-type": "the checkout holds a file the grader cannot copy (a FIFO, a socket, a link loop)",
+    "submission-too-large": "a candidate file or the checkout is over its size or count limit (refused before "
+    "any copy)",
     "candidate-broke-sandbox": "the candidate's run broke its sandbox while a fresh sandbox works",
 }
 _CONSTRAINTS = {

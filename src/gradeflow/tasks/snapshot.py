@@ -3,7 +3,9 @@
 Entries the grader cannot copy or follow (:mod:`gradeflow.tasks._filetypes`: a FIFO, socket or
 device in a checkout, a symlink loop, an unreadable file, folders nested too deep) refuse the
 submission with ``unsupported-file-type`` naming the path, unless git ignores them (they are left out
-of the copy then, as every ignored file is).
+of the copy then, as every ignored file is). A file or checkout over its size limit
+(:mod:`gradeflow.tasks._sizes`, apparent sizes) refuses it with ``submission-too-large`` before the
+private copy is even made.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from gradeflow.tasks._diff import added_by_path
 from gradeflow.tasks._filetypes import MAX_DEPTH, too_deep, unsupported_entries
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
+from gradeflow.tasks._sizes import check_checkout_size, check_patch_size, file_limit
 from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
 from gradeflow.tasks.repo import skipped_by_copy
 
@@ -53,7 +56,10 @@ class Snapshot(BaseModel):
 @task(name="snapshot", cache_policy=NO_CACHE)
 def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baseline) -> Snapshot:
     """Apply the diff to (or diff the checkout against) a fresh copy of the pristine base."""
-    del task_spec
+    try:
+        _check_size(submission, file_limit(task_spec.environment))
+    except SubmissionError as exc:
+        return Snapshot(workspace=None, patch=_summary(submission), refusal=exc.reason_code, message=str(exc))
     workspace = working_copy(ensure_pristine(baseline.base, baseline.key))
     try:
         _stage(workspace, submission)
@@ -61,14 +67,28 @@ def take_snapshot(task_spec: TaskSpec, submission: Submission, baseline: Baselin
         _refuse_unsupported({c.path: f"nested deeper than {MAX_DEPTH} folders" for c in changes if too_deep(c.path)})
     except SubmissionError as exc:
         discard(workspace)
-        patch = omit_large_binaries(submission.diff() or "")
-        return Snapshot(workspace=None, patch=patch, refusal=exc.reason_code, message=str(exc))
+        return Snapshot(workspace=None, patch=_summary(submission), refusal=exc.reason_code, message=str(exc))
     except BaseException:
         discard(workspace)
         raise
     patch = omit_large_binaries(graded_patch(workspace), workspace)
     added = {path: [text for _, text in lines] for path, lines in added_by_path(patch.encode()).items()}
     return Snapshot(workspace=workspace, patch=patch, changes=changes, added=added)
+
+
+def _summary(submission: Submission) -> str:
+    """The refused submission's diff as recorded (large binary content left out); empty for a checkout."""
+    return omit_large_binaries(submission.diff() or "")
+
+
+def _check_size(submission: Submission, per_file: int) -> None:
+    """``SubmissionTooLarge`` before anything is copied or applied, when the submission is over a limit."""
+    text = submission.diff()
+    if text is not None:
+        check_patch_size(text, per_file)
+    else:
+        assert submission.workspace is not None
+        check_checkout_size(submission.workspace, skipped_by_copy, per_file)
 
 
 def _stage(workspace: Path, submission: Submission) -> None:
