@@ -13,8 +13,9 @@ from gradeflow.graders import (
     TestEvidenceGrader,
 )
 from gradeflow.models import ChangedFile, TaskSpec
-from gradeflow.models.evidence import FunctionMetrics, TestCaseResult, TestRunEvidence, TouchedLines
+from gradeflow.models.evidence import FunctionMetrics, HarnessSummary, TestCaseResult, TestRunEvidence, TouchedLines
 from gradeflow.tasks._functions import selected_test_ids, touched_functions, touched_lines
+from gradeflow.tasks._reach import function_lines
 
 NEW = "tests/test_new.py"
 
@@ -201,3 +202,78 @@ def test_allow_new_tests_exempts_added_test_files_from_scope_rules(
     changes = [ChangedFile(path="src/calc.py"), ChangedFile(path=path, status=status)]  # type: ignore[arg-type]
     component = ConstraintGrader().grade(GradingContext(task=task, workspace=InMemoryWorkspace(changes=changes)))
     assert component.passed is passed
+
+
+def _traced(base: dict[str, str], candidate: dict[str, str], reached: dict[str, list[str]], **harness: object):  # type: ignore[no-untyped-def]
+    summary = HarnessSummary.model_validate({"reached": reached, **harness})
+    evidence = _evidence(_run(base), _run(candidate, harness=summary))
+    evidence.reach = {"src/calc.py": [21]}
+    return evidence
+
+
+@pytest.mark.parametrize(
+    ("reached", "unmeasured", "score", "passed", "codes"),
+    [
+        ({f"{NEW}::t": ["src/calc.py:21"]}, [], 1.0, True, []),
+        # fails on the base (AttributeError: a constant the patch adds) but runs none of the change
+        ({f"{NEW}::t": []}, [], 0.25, False, ["test-does-not-reach-change"]),
+        ({}, [], 0.25, False, ["test-does-not-reach-change"]),
+        ({f"{NEW}::u": ["src/calc.py:21"]}, [], 0.25, False, ["test-does-not-reach-change"]),  # another test's
+        ({}, [f"{NEW}::t"], 1.0, True, []),  # another trace function was set: not measured
+    ],
+)
+def test_a_test_proves_only_when_it_runs_a_changed_line(
+    reached: dict[str, list[str]], unmeasured: list[str], score: float, passed: bool, codes: list[str]
+) -> None:
+    evidence = _traced({"t": "failed"}, {"t": "passed"}, reached, reach_unmeasured=unmeasured)
+    component = _grade("bugfix", evidence)
+    assert (component.score, component.passed, component.reason_codes) == (score, passed, codes)
+
+
+def test_a_patch_changing_no_function_line_brings_no_proving_test() -> None:
+    evidence = _traced({"t": "failed"}, {"t": "passed"}, {f"{NEW}::t": []})
+    evidence.reach = {}
+    component = _grade("feature", evidence)
+    assert (component.score, component.reason_codes) == (0.25, ["test-does-not-reach-change"])
+    assert "no line inside a function" in component.messages[0]
+
+
+def test_reach_is_not_required_where_it_was_not_measured() -> None:
+    component = _grade("bugfix", _evidence(_run({"t": "failed"}), _run({"t": "passed"})))  # reach None: no harness
+    assert (component.score, component.passed) == (1.0, True)
+
+
+_SOURCE = '''X = 1
+
+@dec
+def f(a,
+      b=2):
+    """doc"""
+    y = call(a,
+             b)
+    return lambda: y
+
+class C:
+    Z = 3
+    def m(self): return 1
+'''
+
+
+@pytest.mark.parametrize(
+    ("added", "expected"),
+    [
+        ({1}, []),  # a module-level constant runs at import, in no test
+        ({3}, [7]),  # a decorator: the function's first statement after its docstring
+        ({5}, [7]),  # a default argument
+        ({8}, [7, 8]),  # a continuation line runs as its statement
+        ({9}, [9]),
+        ({12}, []),  # a class attribute
+        ({13}, [13]),  # a one-line method
+    ],
+)
+def test_function_lines(added: set[int], expected: list[int]) -> None:
+    assert function_lines(_SOURCE, added) == expected
+
+
+def test_function_lines_of_a_file_that_does_not_parse_are_none() -> None:
+    assert function_lines("def f(:\n", {1}) == []

@@ -15,6 +15,13 @@ candidate and does not pass on the base.
 | k of n pass, none fails on the base                         | k / n × 0.25, ``test-does-not-fail-on-base`` |
 | a test passes on a value equal by the repository's own rule | not proving, ``equality-from-repository``    |
 | (``__eq__``) where its base run compared no such value      |                                              |
+| a test runs none of the lines the patch changed outside its | not proving, ``test-does-not-reach-change``  |
+| tests (inside functions), from its setup to its teardown    |                                              |
+
+"Runs a changed line" is recorded by the harness on the candidate run (see :mod:`gradeflow.tasks._reach`):
+lines at module or class level run at import and count for no test, so a test of a constant the patch adds
+proves nothing; a patch that changes no line inside a function brings no proving test. Not measured (every
+test may prove) when the task's runs have no harness.
 
 A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n. An
 expected failure (``xfailed``) counts as failing whatever ``tests.xfail`` says: a test the patch marks as
@@ -31,10 +38,14 @@ from gradeflow.models import GradeComponent
 from gradeflow.models.evidence import Outcome, PatchTestsEvidence, TestCaseResult, TestRunEvidence
 from gradeflow.models.testids import split_test_id
 
-__all__ = ["UNPROVEN_CREDIT", "PatchTestsEvidence", "TestEvidenceGrader"]
+__all__ = ["UNPROVEN_CREDIT", "UNREACHED_REASON", "PatchTestsEvidence", "TestEvidenceGrader"]
 
 UNPROVEN_CREDIT = 0.25
 """Share of credit for tests that pass on the base too: they pin behavior but prove nothing about the fix."""
+
+UNREACHED_REASON = "test-does-not-reach-change"
+"""A test fails on the base and passes on the candidate without running any line the patch changed (outside its
+tests, inside a function): it tests something else, a name the patch adds (``AttributeError`` on the base)."""
 
 
 def _key(case: TestCaseResult) -> str:
@@ -110,16 +121,20 @@ class TestEvidenceGrader(Grader):
         passing = [k for k, o in ran.items() if o == "passed"]
         failing = [k for k in ran if k not in passing]
         suspect = _equal_by_own_rule(evidence)  # a test that passes on a value equal to anything proves nothing
-        proving = [k for k in passing if base.get(k, "missing") != "passed" and k not in suspect]
+        differing = [k for k in passing if base.get(k, "missing") != "passed" and k not in suspect]
+        unreached = _unreached(evidence, differing)  # a test that runs none of the change proves nothing about it
+        proving = [k for k in differing if k not in unreached]
         score = len(passing) / len(ran) * (1.0 if proving else UNPROVEN_CREDIT)
         messages = [f"{k} {ran[k]} on the candidate" for k in failing]
         messages += [f"{k}: {line}" for k, lines in suspect.items() for line in lines]
+        messages += [f"{k} fails on the base and passes after the patch, but {unreached[k]}" for k in unreached]
         if proving:
             messages.append(f"{len(proving)} of {len(ran)} of the patch's tests fail on the base and pass after it")
-        elif not suspect:
+        elif not suspect and not unreached:
             messages.append("none of the patch's tests fails on the base: they do not show the change matters")
         codes = (["regression-test-fails"] if failing else []) + ([EQUALITY_REASON] if suspect else [])
-        codes += [] if proving or suspect else ["test-does-not-fail-on-base"]
+        codes += [] if proving or not unreached else [UNREACHED_REASON]
+        codes += [] if proving or suspect or unreached else ["test-does-not-fail-on-base"]
         details = {
             "files": evidence.files,
             "selected": evidence.selected,
@@ -127,9 +142,35 @@ class TestEvidenceGrader(Grader):
             "tests": {k: {"base": base.get(k, "missing"), "candidate": o} for k, o in candidate.items()},
         }
         details["compared_values"] = suspect
+        details["reach"] = {"changed": evidence.reach, "ran": _ran(evidence), "unreached": sorted(unreached)}
         return self.component(
             round(score, 6), not failing and bool(proving), details=details, messages=messages, reason_codes=codes
         )
+
+
+def _unreached(evidence: PatchTestsEvidence, keys: list[str]) -> dict[str, str]:
+    """Test key → why it does not exercise the change, for those of ``keys`` whose candidate run ran none of the
+    lines the patch changed outside its tests (:attr:`~PatchTestsEvidence.reach`); nothing when not measured
+    (no harness for the task) or for a test the harness could not trace (another trace function was set)."""
+    if evidence.reach is None:
+        return {}
+    if not evidence.reach:
+        why = "the patch changes no line inside a function outside its tests, so no test can be shown to run it"
+        return dict.fromkeys(keys, why)
+    harness = evidence.candidate.harness if evidence.candidate else None
+    reached = {_junit_key(n): found for n, found in harness.reached.items()} if harness else {}
+    unmeasured = {_junit_key(n) for n in harness.reach_unmeasured} if harness else set()
+    why = "it runs none of the lines the patch changed outside its tests"
+    return {k: why for k in keys if not reached.get(k) and k not in unmeasured}
+
+
+def _ran(evidence: PatchTestsEvidence) -> dict[str, list[str] | None]:
+    """Test key → the changed lines its candidate run ran (``None``: could not be traced), for a reviewer."""
+    harness = evidence.candidate.harness if evidence.candidate and evidence.reach is not None else None
+    if harness is None:
+        return {}
+    ran: dict[str, list[str] | None] = {_junit_key(n): found for n, found in harness.reached.items()}
+    return ran | {_junit_key(n): None for n in harness.reach_unmeasured}
 
 
 def _equal_by_own_rule(evidence: PatchTestsEvidence) -> dict[str, list[str]]:

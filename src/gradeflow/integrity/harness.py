@@ -91,6 +91,10 @@ class HarnessRecord(BaseModel):
     compared: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Node id → ``file:line:operand:methods`` → where the equality of each compared value comes from (see
     :attr:`~gradeflow.models.evidence.HarnessSummary.compared`; files absolute here)."""
+    reached: dict[str, list[str]] = Field(default_factory=dict)
+    """Node id → the ``file:line`` entries of :attr:`Harness.reach` its test ran (test-evidence candidate runs)."""
+    reach_unmeasured: list[str] = Field(default_factory=list)
+    """Node ids run while another trace function was set (Python before 3.12): their reach is unknown."""
     signed: bool = False
     """The record carried a signature made with the run's key (filled by :func:`read_record`)."""
     signature_problems: list[str] = Field(default_factory=list)
@@ -141,6 +145,9 @@ class Harness:
     """Frames added to Python's recursion limit for this run (drawn per run: the room left is no mark of a test)."""
     varied: Varied | None = None
     """Set for a varied run (:class:`Varied`): each selected test's call runs in a child with pytest's marks off."""
+    reach: dict[str, tuple[int, ...]] | None = None
+    """Repository-relative file → the lines the patch changed in it outside its tests, each inside a function
+    (see :mod:`gradeflow.tasks._reach`): the plugin records which of them each test ran (test-evidence runs)."""
     sources: dict[str, str] = field(default_factory=dict, compare=False, hash=False, repr=False)
     """Repository-relative path → the text of a test module or ``conftest.py`` the plugin serves from memory
     (see :mod:`gradeflow.integrity.handed`); the canary file is added by :meth:`channel`."""
@@ -215,6 +222,7 @@ class Harness:
             "select": None if self.select is None else list(self.select),
             "channel": True,
             "recursion": self.recursion,
+            "reach": None if self.reach is None else {path: list(lines) for path, lines in self.reach.items()},
         }
         template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
         source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
@@ -317,6 +325,8 @@ def summarize(
         namespaces=_namespaced(record, places),
         signed=record.signed,
         compared=_compared(record, places),
+        reached={nodeid: sorted(set(found)) for nodeid, found in record.reached.items()},
+        reach_unmeasured=sorted(set(record.reach_unmeasured)),
         conftests=sorted({_relative(f, places) for f in record.conftests}),
     )
 

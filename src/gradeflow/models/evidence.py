@@ -104,6 +104,11 @@ class HarnessSummary(BaseModel):
     assertions compared during its call (``==``, ``in``, ordering, a bare assert's truth, ``self.assertEqual``),
     and whether the methods deciding that comparison are defined by a class of the repository (``r``) or
     elsewhere (``e``: builtins, the standard library, installed packages)."""
+    reached: dict[str, list[str]] = Field(default_factory=dict)
+    """Node id → ``file:line`` of each line the patch changed outside its tests (inside a function) that the test
+    ran, from its setup to its teardown, in a function's code: filled in test-evidence candidate runs only."""
+    reach_unmeasured: list[str] = Field(default_factory=list)
+    """Node ids whose reach could not be recorded (another trace function was set, Python before 3.12)."""
     conftests: list[str] = Field(default_factory=list)
     """``conftest.py`` files loaded that the run did not start with, and test modules not loaded from the text
     the grader handed over (named as ``foreign_code``); one the base run lacks is tampering."""
@@ -312,3 +317,7 @@ class PatchTestsEvidence(BaseModel):
     """The run on the pristine base with only the patch's test files added."""
     candidate: TestRunEvidence | None = None
     """The run on the candidate workspace."""
+    reach: dict[str, list[int]] | None = None
+    """Repository-relative file → the lines the patch changed in it outside its tests, each inside a function: a
+    test proves the change only if its candidate run ran one of them (see
+    :attr:`HarnessSummary.reached`). ``None``: not measured, the task's runs have no harness (not pytest)."""

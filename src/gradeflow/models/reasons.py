@@ -59,6 +59,7 @@ _INTEGRITY = {
 _EVIDENCE = {
     "missing-regression-test": "the patch adds or changes no test",
     "test-does-not-fail-on-base": "the patch's tests pass on the base too, so they prove nothing",
+    "test-does-not-reach-change": "the patch's tests that fail on the base run none of the lines it changed",
     "regression-test-fails": "the patch's own tests fail on the candidate",
     "test-evidence-unavailable": "the patch's tests gave no usable run",
     "large-diff": "the diff is larger than the profile's review size",

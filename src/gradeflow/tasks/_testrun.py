@@ -52,6 +52,7 @@ def start_harness(
     select: list[str] | None = None,
     hidden: Prior | None = None,
     varied: Varied | None = None,
+    reach: dict[str, list[int]] | None = None,
 ) -> Harness | None:
     """A fresh harness with its canaries written into ``tree`` (before the sandbox copies it), or ``None``.
 
@@ -64,14 +65,17 @@ def start_harness(
     The harness serves the tree's test modules and conftest files from memory, and the hidden tests
     (``hidden``: what :func:`~gradeflow.tasks.baseline.inject_hidden` returned), taken off the disk here
     (see :mod:`gradeflow.integrity.handed`); without a harness they stay on disk. ``varied`` makes it a
-    varied run (see :mod:`gradeflow.tasks.varied`).
+    varied run (see :mod:`gradeflow.tasks.varied`). ``reach`` (file → lines) has the plugin record which of those
+    lines each test runs (see :mod:`gradeflow.tasks._reach`).
     """
     if base is not None and base.harness is None:
         return None
     harness = Harness.fresh(task, tree, select)
     harness.write_canaries(tree)
     hidden_texts = withdraw(tree, hidden or {})
-    return dataclasses.replace(harness, sources={**suite_sources(task, tree), **hidden_texts}, varied=varied)
+    traced = None if reach is None else {path: tuple(lines) for path, lines in reach.items()}
+    sources = {**suite_sources(task, tree), **hidden_texts}
+    return dataclasses.replace(harness, sources=sources, varied=varied, reach=traced)
 
 
 def run_test_command(

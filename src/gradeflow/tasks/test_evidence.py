@@ -15,6 +15,10 @@ pytest-style node ids. gradeflow's harness then keeps only the selected tests in
 task's own tests never count as the patch's proof, whatever paths the command names. Limits: touched
 module-level helpers or fixtures select no test, a test file that does not parse is run whole, and
 pytest's ``python_functions``/``python_classes`` are not read.
+
+On the candidate run the harness also records, per test, which lines the patch changed outside its tests
+(inside functions: :mod:`gradeflow.tasks._reach`) the test ran; a test that runs none of them proves nothing
+about the change, whatever it does on the base.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from gradeflow.models.evidence import PatchTestsEvidence, TestRunEvidence
 from gradeflow.models.globs import matches_any
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.tasks._functions import selected_test_ids, touched_lines
+from gradeflow.tasks._reach import reach_targets
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._sources import file_functions
 from gradeflow.tasks._testrun import run_test_command, start_harness
@@ -44,6 +49,9 @@ __all__ = ["check_test_evidence", "evidence_command", "patch_test_files", "selec
 
 _Selection = tuple[str, list[str]]
 """The evidence command and the tests it must run (and nothing else)."""
+
+_Reach = dict[str, list[int]]
+"""File → the lines the patch changed in it that a test must run one of (:mod:`gradeflow.tasks._reach`)."""
 
 
 def patch_test_files(task_spec: TaskSpec, snapshot: Snapshot) -> list[ChangedFile]:
@@ -79,7 +87,12 @@ def evidence_command(task_spec: TaskSpec, selected: list[str]) -> str:
 
 
 def _run(
-    task_spec: TaskSpec, tree: Path, sandboxes: SandboxFactory, run: _Selection, baseline: Baseline
+    task_spec: TaskSpec,
+    tree: Path,
+    sandboxes: SandboxFactory,
+    run: _Selection,
+    baseline: Baseline,
+    reach: _Reach | None = None,
 ) -> TestRunEvidence:
     """The command with the harness (checked against the base run) in a sandbox over ``tree`` holding a
     copy of the task's environment.
@@ -88,20 +101,26 @@ def _run(
     that names test paths, ``pytest tests/``, would otherwise collect those too and count them as proof).
     """
     command, selected = run
-    harness = start_harness(task_spec, tree, command, baseline.tests, selected)
+    harness = start_harness(task_spec, tree, command, baseline.tests, selected, reach=reach)
     with task_sandbox(task_spec, tree, baseline, sandboxes) as sandbox:
         return run_test_command(task_spec, sandbox, command, harness=harness, base=baseline.tests)
 
 
 def _candidate_run(
-    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, run: _Selection
+    task_spec: TaskSpec,
+    snapshot: Snapshot,
+    baseline: Baseline,
+    sandboxes: SandboxFactory,
+    run: _Selection,
+    reach: _Reach | None,
 ) -> TestRunEvidence:
-    """The command on a fresh copy of the candidate, its test infrastructure sealed to the base."""
+    """The command on a fresh copy of the candidate, its test infrastructure sealed to the base; the harness
+    records which of the ``reach`` lines each test runs."""
     assert snapshot.workspace is not None
     tree = working_copy(snapshot.workspace)
     try:
         seal_infrastructure(task_spec, snapshot.changes, tree, baseline.pristine)
-        return _run(task_spec, tree, sandboxes, run, baseline)
+        return _run(task_spec, tree, sandboxes, run, baseline, reach)
     finally:
         remove_tree(tree.parent, ignore_errors=True)
 
@@ -140,7 +159,9 @@ def check_test_evidence(
     evidence = PatchTestsEvidence(files=files, selected=selected)
     if selected:
         run = (evidence_command(task_spec, selected), selected)
-        evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, run)
+        # Measured where the task's runs have the harness (pytest); the plugin records it.
+        evidence.reach = reach_targets(task_spec, snapshot) if baseline.tests.harness is not None else None
+        evidence.candidate = _candidate_run(task_spec, snapshot, baseline, sandboxes, run, evidence.reach)
         evidence.base = _base_run(task_spec, snapshot, baseline, sandboxes, run)
     context = GradingContext(task=task_spec, workspace=snapshot.view(), patch_tests=evidence)
     return TestEvidenceGrader().grade(context)
