@@ -11,9 +11,9 @@ from typing import Any
 NAME = "_gradeflow_0c0ffee0"
 
 
-def install_plugin(folder: Path, workspace: Path) -> list[str]:
+def install_plugin(folder: Path, workspace: Path, **extra: object) -> list[str]:
     """The plugin written into ``folder`` (to be put on ``PYTHONPATH``) for a run of ``workspace``, its record and
-    call log in ``folder``; the pytest arguments that load it."""
+    call log in ``folder``, ``extra`` added to its config; the pytest arguments that load it."""
     config = {
         "nonce": "0c0ffee0",
         "record": str(folder / "record.json"),
@@ -23,6 +23,7 @@ def install_plugin(folder: Path, workspace: Path) -> list[str]:
         "must_fail": "",
         "select": None,
         "workspace": str(workspace),
+        **extra,
     }
     template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
     (folder / f"{NAME}.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
