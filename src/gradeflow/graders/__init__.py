@@ -4,7 +4,7 @@ from gradeflow.graders.base import Grader, GradingContext, InMemoryWorkspace, Wo
 from gradeflow.graders.composite import CompositeGrader, combine
 from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.graders.perf import PerfGrader, perf_score
-from gradeflow.graders.quality import QualityGrader, measure_source
+from gradeflow.graders.quality import QualityGrader, measure_source, measure_units
 from gradeflow.graders.reviewability import ReviewabilityGrader
 from gradeflow.graders.test_evidence import TestEvidenceGrader
 from gradeflow.graders.tests import TestGrader
@@ -25,5 +25,6 @@ __all__ = [
     "WorkspaceView",
     "combine",
     "measure_source",
+    "measure_units",
     "perf_score",
 ]

@@ -1,8 +1,12 @@
-"""Per-function length and cyclomatic complexity, and the ``quality`` grader that checks them.
+"""Length and cyclomatic complexity of every unit of code, and the ``quality`` grader that checks them.
 
-:func:`measure_source` turns one Python file into :class:`FunctionMetrics`, one per ``def`` or
-``async def`` anywhere in the module (methods, nested functions, methods of nested classes).
-Cyclomatic complexity is 1 plus one per decision point in the function's own body:
+:func:`measure_units` turns one Python file into :class:`FunctionMetrics`, one per *unit*: each
+``def`` and ``async def`` anywhere in the module (methods, nested functions, methods of nested
+classes), each ``lambda``, each class body and the module body. Code outside every ``def`` is
+measured too, so branching cannot leave the limits by moving out of a function: into module-level
+lambdas, a class body, top-level statements, default values, decorators or comprehensions.
+
+Cyclomatic complexity is 1 plus one per decision point in the unit's own code:
 
 * ``if`` and each ``elif``; ``for``, ``async for`` and ``while`` loops; each ``except`` handler
   (``except*`` too); ``assert``; a conditional expression; each ``for`` clause and each ``if`` of a
@@ -11,40 +15,62 @@ Cyclomatic complexity is 1 plus one per decision point in the function's own bod
   which is the match's ``else``;
 * never counted: ``else`` of an ``if``, a loop or a ``try``; ``finally``; ``with`` / ``async with``.
 
-A nested ``def`` or ``class`` is its own scope: its body adds nothing to the enclosing function,
-and nested functions are reported on their own. Decorators, default values and annotations of a
-``def`` are counted nowhere. A lambda is an expression of the enclosing function and counts there.
+A unit's own code is what Python runs in its scope:
 
-These rules follow radon 6 (``radon.complexity.cc_visit``) where it is sound, and agree with it on
-``if``/``elif``, loops without ``else``, ``except``, boolean operators, conditional expressions,
-comprehensions, ``assert``, lambdas, and a nested function's own complexity. They differ:
+* a function's body; a nested ``def`` or ``class`` adds nothing of its body, which is a unit of its
+  own (``outer.inner``, ``<class outer.Local>``);
+* a ``def``'s or ``class``'s decorators, default values, annotations and bases run where the
+  definition stands, and count there (toward the module, the class body or the enclosing function);
+* a lambda is an expression of the scope it is written in and counts there in full (as in radon),
+  and it is also a unit of its own: ``1 +`` its body's decision points (``f.<lambda>``, ``<lambda>``
+  at module level, ``Report.<lambda>`` in a class body);
+* ``<class Report>`` is a class body's own code (its methods and nested classes excluded), and
+  ``<module>`` the module's code outside every ``def`` and ``class`` body.
+
+The complexity limit applies to every unit. The length limit applies to functions and lambdas only:
+module and class bodies run once, at import, and a module of constants or a class of many methods
+is long without being one long routine; their ``length`` (lines spanned) is reported, not limited.
+
+These rules follow radon 6 (``radon.complexity.cc_visit``, ``radon.visitors.ComplexityVisitor``)
+where it is sound, and agree with it on ``if``/``elif``, loops without ``else``, ``except``,
+boolean operators, conditional expressions, comprehensions, ``assert``, lambdas inside a function,
+a nested function's own complexity, and the module-level ``complexity`` of its visitor (which
+includes module-level lambdas). They differ:
 
 * radon adds 1 for the ``else`` of a loop or of a ``try``; we do not, as for an ``if``'s ``else``
   (the ``else`` is the fall-through path, not a new decision);
 * radon skips a catch-all ``match`` case even when it has a guard (``case _ if x:`` is a decision);
 * radon ignores ``except*`` handlers (it does not know ``TryStar``);
+* radon does not look inside an ``assert``'s expressions (``assert a or b`` adds 1, not 2);
+* radon counts a ``def``'s decorators, defaults and annotations nowhere; we count them where they run;
+* radon reports no lambda, class body or module body as a block (a class's complexity is its
+  methods' summed with its own code); we report each as a unit;
 * radon does not report nested functions as blocks of their own (only as ``closures`` of their
   parent), and drops classes nested in a class or in a function together with their methods;
   we report every function with a qualified name (``outer.inner``, ``Outer.Inner.m``, ``f.C.m``).
+
+:func:`measure_source` keeps to functions (``def`` and ``async def``) for the steps that compare a
+patch's touched functions before and after.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from typing import Any
 
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, Role
-from gradeflow.models.evidence import FunctionMetrics
+from gradeflow.models.evidence import FunctionMetrics, UnitKind
 
-__all__ = ["QualityGrader", "SourceError", "measure_source"]
+__all__ = ["QualityGrader", "SourceError", "measure_source", "measure_units"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _BRANCHES = (ast.If, ast.IfExp, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.Assert)
 # Spec field, and the FunctionMetrics attribute it limits (also the word used in messages).
 _RULES = (("max_function_length", "length"), ("max_cyclomatic_complexity", "complexity"))
+# The kinds each rule applies to: a module or class body runs once and is not one routine.
+_LIMITED = {"length": ("function", "lambda"), "complexity": ("function", "lambda", "class", "module")}
 _MAX_MESSAGES = 20
 
 
@@ -62,10 +88,18 @@ class SourceError(ValueError):
 
 
 def measure_source(path: str, source: str) -> list[FunctionMetrics]:
-    """One :class:`FunctionMetrics` per function or method of ``source``, sorted by line.
+    """One :class:`FunctionMetrics` per ``def`` or ``async def`` of ``source``, sorted by line.
 
     ``path`` is only copied into the results and errors. Raises :class:`SourceError` when the
     source does not parse (including null bytes and nesting too deep for the parser).
+    """
+    return [m for m in measure_units(path, source) if m.kind == "function"]
+
+
+def measure_units(path: str, source: str) -> list[FunctionMetrics]:
+    """Every unit of ``source`` (functions, lambdas, class bodies, the module body), sorted by line.
+
+    Raises :class:`SourceError` as :func:`measure_source` does.
     """
     try:
         tree = ast.parse(source, filename=path)
@@ -73,31 +107,69 @@ def measure_source(path: str, source: str) -> list[FunctionMetrics]:
         raise SourceError(path, exc.lineno, exc.msg) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SourceError(path, None, str(exc) or type(exc).__name__) from None
-    found: list[FunctionMetrics] = []
-    scopes: list[tuple[ast.AST, str]] = [(tree, "")]
-    while scopes:
-        scope, qualname = scopes.pop()
-        cc = 1
-        for node in _own_nodes(scope):
-            if isinstance(node, _SCOPES):
-                scopes.append((node, f"{qualname}.{node.name}" if qualname else node.name))
-            else:
-                cc += _decision_points(node)
-        if isinstance(scope, _FUNCTIONS):
-            length = (scope.end_lineno or scope.lineno) - scope.lineno + 1
-            found.append(FunctionMetrics(path=path, name=qualname, lineno=scope.lineno, length=length, complexity=cc))
+    order = _walk(tree)
+    totals = _decision_totals([node for node, _ in order])
+    last = max((getattr(n, "end_lineno", None) or 1 for n in tree.body), default=1)
+    found = [_unit(path, "module", "<module>", 1, last, _body_total(tree.body, totals))]
+    for node, qualname in order:
+        if isinstance(node, ast.Lambda):
+            name = f"{qualname}.<lambda>" if qualname else "<lambda>"
+            found.append(_unit(path, "lambda", name, node.lineno, node.end_lineno, 1 + totals[id(node.body)]))
+        elif isinstance(node, _SCOPES):
+            name = f"{qualname}.{node.name}" if qualname else node.name
+            kind: UnitKind = "function" if isinstance(node, _FUNCTIONS) else "class"
+            shown = name if kind == "function" else f"<class {name}>"
+            found.append(_unit(path, kind, shown, node.lineno, node.end_lineno, _body_total(node.body, totals)))
     return sorted(found, key=lambda m: (m.lineno, m.name))
 
 
-def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
-    """Every node of ``scope``'s body, yielding nested defs and classes but not entering them."""
+def _unit(path: str, kind: UnitKind, name: str, lineno: int, end: int | None, complexity: int) -> FunctionMetrics:
+    length = (end or lineno) - lineno + 1
+    return FunctionMetrics(path=path, name=name, lineno=lineno, length=length, complexity=complexity, kind=kind)
+
+
+def _walk(tree: ast.Module) -> list[tuple[ast.AST, str]]:
+    """Every node of ``tree``, parents before children, with the qualified name of the scope it runs in.
+
+    A ``def``'s or ``class``'s body runs in the definition's own scope; everything else of it
+    (decorators, defaults, annotations, bases) runs in the scope around it.
+    """
     # Iterative: deeply nested expressions would overflow a recursive visitor.
-    todo: list[ast.AST] = list(getattr(scope, "body", []))
+    order: list[tuple[ast.AST, str]] = []
+    todo: list[tuple[ast.AST, str]] = [(tree, "")]
     while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, _SCOPES):
-            todo.extend(ast.iter_child_nodes(node))
+        node, qualname = todo.pop()
+        order.append((node, qualname))
+        if isinstance(node, _SCOPES):
+            inner = f"{qualname}.{node.name}" if qualname else node.name
+            todo += [(child, inner) for child in node.body]
+            todo += [(child, qualname) for child in _outside_body(node)]
+        else:
+            todo += [(child, qualname) for child in ast.iter_child_nodes(node)]
+    return order
+
+
+def _outside_body(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` that run in the scope around it: all but a ``def``'s or ``class``'s body."""
+    if not isinstance(node, _SCOPES):
+        return list(ast.iter_child_nodes(node))
+    body = {id(child) for child in node.body}
+    return [child for child in ast.iter_child_nodes(node) if id(child) not in body]
+
+
+def _decision_totals(order: list[ast.AST]) -> dict[int, int]:
+    """Per node (by ``id``), the decision points of its subtree in its own scope (no ``def``/``class`` body).
+
+    ``order`` lists every node after its parent, so walking it backwards totals children first.
+    """
+    totals: dict[int, int] = {}
+    for node in reversed(order):
+        totals[id(node)] = _decision_points(node) + sum(totals[id(child)] for child in _outside_body(node))
+    return totals
+
+
+def _body_total(body: list[ast.stmt], totals: dict[int, int]) -> int:
+    return 1 + sum(totals[id(statement)] for statement in body)
 
 
 def _decision_points(node: ast.AST) -> int:
@@ -119,14 +191,16 @@ def _entry(metrics: FunctionMetrics, attr: str) -> dict[str, Any]:
 
 
 class QualityGrader(Grader):
-    """Checks every measured function against the task's ``quality`` limits.
+    """Checks every measured unit against the task's ``quality`` limits.
 
-    Each declared limit is one rule; the score is the share of rules no function breaks, and the
+    Each declared limit is one rule; the score is the share of rules no unit breaks, and the
     component passes only at 1. It is an ``objective`` for refactor tasks and a ``gate`` otherwise.
-    ``details`` holds ``rules`` (per declared limit: ``limit`` and every violation as ``path``,
-    ``name``, ``lineno``, ``value``), ``functions_measured`` and ``worst`` (the longest and the most
-    complex function). Violations and messages list the worst first, length before complexity;
-    messages stop after 20 offences.
+    The length limit applies to functions and lambdas, the complexity limit to every unit (module
+    and class bodies too). ``details`` holds ``rules`` (per declared limit: ``limit`` and every
+    violation as ``path``, ``name``, ``lineno``, ``value``), ``functions_measured`` (functions and
+    lambdas), ``bodies_measured`` (class and module bodies) and ``worst`` (the longest function or
+    lambda and the most complex unit). Violations and messages list the worst first, length before
+    complexity; messages stop after 20 offences.
     """
 
     name = "quality"
@@ -142,7 +216,7 @@ class QualityGrader(Grader):
                 1.0,
                 True,
                 role=role,
-                details={"rules": {}, "functions_measured": len(context.functions or [])},
+                details={"rules": {}, **_counts(context.functions or [])},
                 messages=["no quality limits declared"],
             )
         if context.functions is None:
@@ -159,39 +233,58 @@ class QualityGrader(Grader):
             }
         )
 
-    def _score(self, functions: list[FunctionMetrics], limits: dict[str, int], role: Role) -> GradeComponent:
+    def _score(self, units: list[FunctionMetrics], limits: dict[str, int], role: Role) -> GradeComponent:
         rules: dict[str, Any] = {}
         offences: list[str] = []
         for key, attr in _RULES:
             if key in limits:
                 limit = limits[key]
-                bad = sorted((f for f in functions if getattr(f, attr) > limit), key=lambda f: -getattr(f, attr))
-                rules[key] = {"limit": limit, "violations": [_entry(f, attr) for f in bad]}
-                offences += [f"{f.path}:{f.lineno} {f.name}: {attr} {getattr(f, attr)} > {limit}" for f in bad]
+                bad = sorted(
+                    (u for u in _limited(units, attr) if getattr(u, attr) > limit), key=lambda u: -getattr(u, attr)
+                )
+                rules[key] = {"limit": limit, "violations": [_entry(u, attr) for u in bad]}
+                offences += [f"{u.path}:{u.lineno} {u.name}: {attr} {getattr(u, attr)} > {limit}" for u in bad]
         broken = sum(1 for rule in rules.values() if rule["violations"])
         score = (len(rules) - broken) / len(rules)
-        details = {"rules": rules, "functions_measured": len(functions), "worst": _worst(functions)}
+        details = {"rules": rules, **_counts(units), "worst": _worst(units)}
         return self.component(
             score,
             broken == 0,
             role=role,
             details=details,
-            messages=_messages(offences, len(functions), limits),
+            messages=_messages(offences, units, limits),
             reason_codes=["quality-limit-exceeded"] if broken else [],
         )
 
 
-def _worst(functions: list[FunctionMetrics]) -> dict[str, Any]:
-    """The longest and the most complex function (the first given on ties), or ``{}``."""
-    if not functions:
-        return {}
-    return {attr: _entry(max(functions, key=lambda f: getattr(f, attr)), attr) for _, attr in _RULES}
+def _limited(units: list[FunctionMetrics], attr: str) -> list[FunctionMetrics]:
+    """The units the rule on ``attr`` applies to."""
+    return [u for u in units if u.kind in _LIMITED[attr]]
 
 
-def _messages(offences: list[str], measured: int, limits: dict[str, int]) -> list[str]:
+def _counts(units: list[FunctionMetrics]) -> dict[str, int]:
+    functions = len(_limited(units, "length"))
+    return {"functions_measured": functions, "bodies_measured": len(units) - functions}
+
+
+def _worst(units: list[FunctionMetrics]) -> dict[str, Any]:
+    """The longest function or lambda and the most complex unit (the first given on ties)."""
+    worst: dict[str, Any] = {}
+    for _, attr in _RULES:
+        limited = _limited(units, attr)
+        if limited:
+            worst[attr] = _entry(max(limited, key=lambda u: getattr(u, attr)), attr)
+    return worst
+
+
+def _messages(offences: list[str], units: list[FunctionMetrics], limits: dict[str, int]) -> list[str]:
     if not offences:
         stated = ", ".join(f"{attr} <= {limits[key]}" for key, attr in _RULES if key in limits)
-        return [f"all {measured} functions within limits ({stated})"]
+        counts = _counts(units)
+        measured = (
+            f"{counts['functions_measured']} functions and lambdas, {counts['bodies_measured']} module and class bodies"
+        )
+        return [f"all within limits ({stated}): {measured}"]
     shown = offences[:_MAX_MESSAGES]
     if len(offences) > len(shown):
         shown.append(f"... and {len(offences) - len(shown)} more over the limits (see details)")

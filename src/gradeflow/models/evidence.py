@@ -26,6 +26,7 @@ __all__ = [
     "TestCaseResult",
     "TestRunEvidence",
     "TouchedLines",
+    "UnitKind",
     "VariedRunEvidence",
 ]
 
@@ -166,17 +167,26 @@ class TestRunEvidence(BaseModel):
     """The varied re-run of the passed tests (acceptance runs only); ``None`` when none ran."""
 
 
+UnitKind = Literal["function", "lambda", "class", "module"]
+"""What a measured unit is: a ``def``/``async def``, a ``lambda``, or a class's or module's own code."""
+"""What a measured unit is: a ``def``/``async def``, a ``lambda``, or a class's or module's own code."""
+
+
 class FunctionMetrics(BaseModel):
-    """Size and complexity of one function or method."""
+    """Size and complexity of one measured unit: a function or method, a lambda, a class or module body."""
 
     path: str
     name: str
-    """Qualified name within the module, e.g. ``Report.render`` or ``outer.inner``."""
+    """Qualified name within the module, e.g. ``Report.render`` or ``outer.inner``; ``outer.<lambda>``,
+    ``<class Report>`` and ``<module>`` for the other kinds."""
     lineno: int
     length: int
-    """Lines from the ``def`` line (decorators excluded) to the last line of the body."""
+    """Lines from the ``def`` (``lambda``, ``class``) line, decorators excluded, to the last line of the
+    unit; a module's lines up to its last statement. Limited for functions and lambdas only."""
     complexity: int
     """Cyclomatic complexity: 1 plus one per decision point."""
+    kind: UnitKind = "function"
+    """``function`` (``def`` or ``async def``), ``lambda``, or the own code of a ``class`` or ``module`` body."""
 
 
 class PerfEvidence(BaseModel):

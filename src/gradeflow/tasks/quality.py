@@ -1,4 +1,6 @@
-"""Task: measure every function on ``quality.paths`` and score the limits.
+"""Task: measure every unit of code on ``quality.paths`` and score the limits.
+
+Units are functions, lambdas, class bodies and module bodies (see :mod:`gradeflow.graders.quality`).
 
 A link on the paths is measured where it leads (a file inside the tree), so a module cannot hide behind
 one; a link the patch added or changed there is not measured at all but is a finding (the component is
@@ -13,7 +15,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.quality import QualityGrader, SourceError, measure_source
+from gradeflow.graders.quality import QualityGrader, SourceError, measure_units
 from gradeflow.integrity.files import matching_entries
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import FunctionMetrics
@@ -35,12 +37,12 @@ def measure_quality(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent |
     unreadable = [f"{path}: the patch made it a link" for path in links if path in changed]
     for path in files:
         try:
-            functions += measure_source(path, view.read(path))
+            functions += measure_units(path, view.read(path))
         except (SourceError, FileNotFoundError) as exc:
             unreadable.append(str(exc))
     for path in (p for p in links if p not in changed):
         try:  # the base's own link: measured where it leads, when that is a source inside the tree
-            functions += measure_source(path, view.read(path))
+            functions += measure_units(path, view.read(path))
         except (SourceError, FileNotFoundError):
             continue
     context = GradingContext(task=task_spec, workspace=view, functions=functions, unreadable=unreadable)
