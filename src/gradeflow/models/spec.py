@@ -195,13 +195,14 @@ class ConstraintsSpec(_Spec):
 
 
 class QualitySpec(_Spec):
-    """Per-function limits measured on the graded workspace."""
+    """Limits on every unit of code (functions, lambdas, class and module bodies) of the graded workspace."""
 
     paths: list[str] = Field(default_factory=lambda: ["**/*.py"])
     """Globs of the Python files measured, relative to the repository root."""
     max_function_length: int | None = Field(default=None, gt=0)
-    """Lines from ``def`` to the last line of the body."""
+    """Lines from ``def`` (or ``lambda``) to the last line of the body; functions and lambdas only."""
     max_cyclomatic_complexity: int | None = Field(default=None, gt=0)
+    """For every unit: functions, lambdas, each class body's and the module's own code."""
 
 
 class PerfSpec(_Spec):
