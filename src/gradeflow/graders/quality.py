@@ -107,19 +107,13 @@ def measure_units(path: str, source: str) -> list[FunctionMetrics]:
         raise SourceError(path, exc.lineno, exc.msg) from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise SourceError(path, None, str(exc) or type(exc).__name__) from None
-    order = _walk(tree)
-    totals = _decision_totals([node for node, _ in order])
+    tally = _Tally()
+    tally.walk(tree)
     last = max((getattr(n, "end_lineno", None) or 1 for n in tree.body), default=1)
-    found = [_unit(path, "module", "<module>", 1, last, _body_total(tree.body, totals))]
-    for node, qualname in order:
-        if isinstance(node, ast.Lambda):
-            name = f"{qualname}.<lambda>" if qualname else "<lambda>"
-            found.append(_unit(path, "lambda", name, node.lineno, node.end_lineno, 1 + totals[id(node.body)]))
-        elif isinstance(node, _SCOPES):
-            name = f"{qualname}.{node.name}" if qualname else node.name
-            kind: UnitKind = "function" if isinstance(node, _FUNCTIONS) else "class"
-            shown = name if kind == "function" else f"<class {name}>"
-            found.append(_unit(path, kind, shown, node.lineno, node.end_lineno, _body_total(node.body, totals)))
+    found = [_unit(path, "module", "<module>", 1, last, 1 + tally.totals[0])]
+    for kind, name, node, slot in tally.units:
+        lineno = getattr(node, "lineno", 1)
+        found.append(_unit(path, kind, name, lineno, getattr(node, "end_lineno", None), 1 + tally.totals[slot]))
     return sorted(found, key=lambda m: (m.lineno, m.name))
 
 
@@ -128,48 +122,50 @@ def _unit(path: str, kind: UnitKind, name: str, lineno: int, end: int | None, co
     return FunctionMetrics(path=path, name=name, lineno=lineno, length=length, complexity=complexity, kind=kind)
 
 
-def _walk(tree: ast.Module) -> list[tuple[ast.AST, str]]:
-    """Every node of ``tree``, parents before children, with the qualified name of the scope it runs in.
+class _Tally:
+    """Decision points totalled per unit in one pass over the tree.
 
-    A ``def``'s or ``class``'s body runs in the definition's own scope; everything else of it
-    (decorators, defaults, annotations, bases) runs in the scope around it.
+    Each node gets a slot holding its own decision points; a slot adds into its parent's once the
+    walk is done. A ``def``'s or ``class``'s body adds into a slot of its own (the unit), never
+    upwards, while the rest of the definition (decorators, defaults, annotations, bases) adds into
+    the scope around it, where it runs. A lambda's body adds into its own slot, which adds upwards
+    too: the lambda is a unit and an expression of its scope. Slot 0 is the module's own code.
     """
-    # Iterative: deeply nested expressions would overflow a recursive visitor.
-    order: list[tuple[ast.AST, str]] = []
-    todo: list[tuple[ast.AST, str]] = [(tree, "")]
-    while todo:
-        node, qualname = todo.pop()
-        order.append((node, qualname))
-        if isinstance(node, _SCOPES):
-            inner = f"{qualname}.{node.name}" if qualname else node.name
-            todo += [(child, inner) for child in node.body]
-            todo += [(child, qualname) for child in _outside_body(node)]
-        else:
-            todo += [(child, qualname) for child in ast.iter_child_nodes(node)]
-    return order
 
+    def __init__(self) -> None:
+        self.totals: list[int] = []
+        self.parents: list[int] = []
+        self.units: list[tuple[UnitKind, str, ast.AST, int]] = []
 
-def _outside_body(node: ast.AST) -> list[ast.AST]:
-    """The children of ``node`` that run in the scope around it: all but a ``def``'s or ``class``'s body."""
-    if not isinstance(node, _SCOPES):
-        return list(ast.iter_child_nodes(node))
-    body = {id(child) for child in node.body}
-    return [child for child in ast.iter_child_nodes(node) if id(child) not in body]
+    def _slot(self, points: int, parent: int) -> int:
+        self.totals.append(points)
+        self.parents.append(parent)
+        return len(self.totals) - 1
 
-
-def _decision_totals(order: list[ast.AST]) -> dict[int, int]:
-    """Per node (by ``id``), the decision points of its subtree in its own scope (no ``def``/``class`` body).
-
-    ``order`` lists every node after its parent, so walking it backwards totals children first.
-    """
-    totals: dict[int, int] = {}
-    for node in reversed(order):
-        totals[id(node)] = _decision_points(node) + sum(totals[id(child)] for child in _outside_body(node))
-    return totals
-
-
-def _body_total(body: list[ast.stmt], totals: dict[int, int]) -> int:
-    return 1 + sum(totals[id(statement)] for statement in body)
+    def walk(self, tree: ast.Module) -> None:
+        # Iterative: deeply nested expressions would overflow a recursive visitor.
+        todo: list[tuple[ast.AST, str, int]] = [(tree, "", -1)]
+        while todo:
+            node, qualname, parent = todo.pop()
+            here = self._slot(_decision_points(node), parent)
+            if isinstance(node, _SCOPES):
+                name = f"{qualname}.{node.name}" if qualname else node.name
+                body = self._slot(0, -1)
+                kind: UnitKind = "function" if isinstance(node, _FUNCTIONS) else "class"
+                self.units.append((kind, name if kind == "function" else f"<class {name}>", node, body))
+                inside = {id(child) for child in node.body}
+                todo += [(child, name, body) for child in node.body]
+                todo += [(c, qualname, here) for c in ast.iter_child_nodes(node) if id(c) not in inside]
+            elif isinstance(node, ast.Lambda):
+                body = self._slot(0, here)
+                self.units.append(("lambda", f"{qualname}.<lambda>" if qualname else "<lambda>", node, body))
+                todo += [(node.args, qualname, here), (node.body, qualname, body)]
+            else:
+                todo += [(child, qualname, here) for child in ast.iter_child_nodes(node)]
+        # A parent's slot comes before its children's: backwards, every child is added before its parent.
+        for slot in range(len(self.totals) - 1, 0, -1):
+            if self.parents[slot] >= 0:
+                self.totals[self.parents[slot]] += self.totals[slot]
 
 
 def _decision_points(node: ast.AST) -> int:
