@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,11 +50,19 @@ def main() -> int:
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="gradeflow-vw-")
     counts: dict[str, int] = {}
-    for patch in args.patches:
-        started = time.perf_counter()
-        verdict, detail = grade(patch, args.sandbox, home)
-        counts[verdict] = counts.get(verdict, 0) + 1
-        print(f"{verdict:7} {patch.stem:32} {detail} ({time.perf_counter() - started:.0f} s)", flush=True)
+    try:
+        for patch in args.patches:
+            started = time.perf_counter()
+            verdict, detail = grade(patch, args.sandbox, home)
+            counts[verdict] = counts.get(verdict, 0) + 1
+            print(f"{verdict:7} {patch.stem:32} {detail} ({time.perf_counter() - started:.0f} s)", flush=True)
+    finally:
+        # The grades started a local Prefect server under the private home (one-shot commands keep it for
+        # reuse): stop it, and leave nothing behind.
+        stop = [sys.executable, "-c", _RUN, "server", "stop"]
+        env = {**os.environ, "GRADEFLOW_HOME": home}
+        subprocess.run(stop, capture_output=True, env=env, timeout=120, check=False)
+        shutil.rmtree(home, ignore_errors=True)
     print(f"caught {counts.get('caught', 0)} of {len(args.patches)} ({counts.get('error', 0)} errors)")
     return 0
 
