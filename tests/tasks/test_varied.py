@@ -47,6 +47,9 @@ def test_the_hash_seed_is_nonzero_the_same_for_a_task_and_another_for_another_ta
     assert int(one.hash_seed()) > 0 and one.run_env()["PYTHONHASHSEED"] == one.hash_seed()
     pinned = TaskSpec.model_validate({**make_task(tests={"command": COMMAND}), "env": {"PYTHONHASHSEED": "7"}})
     assert pinned.run_env()["PYTHONHASHSEED"] == "7"  # the task's own env wins
+    # A varied run pins none of its own; the task's still holds.
+    assert "PYTHONHASHSEED" not in one.run_env(pinned_seed=False)
+    assert pinned.run_env(pinned_seed=False)["PYTHONHASHSEED"] == "7"
 
 
 def test_a_varied_run_draws_a_script_name_and_more_recursion_room() -> None:

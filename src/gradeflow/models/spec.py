@@ -396,10 +396,11 @@ class TaskSpec(_Spec):
         digest = hashlib.sha256(f"{self.task_id}\0{self.base_revision or ''}".encode()).digest()
         return str(int.from_bytes(digest[:4], "big") % 4294967295 + 1)
 
-    def run_env(self) -> dict[str, str]:
+    def run_env(self, *, pinned_seed: bool = True) -> dict[str, str]:
         """What a run of the task's commands sees beyond the sandbox's own variables: :meth:`hash_seed` as
-        ``PYTHONHASHSEED``, then the task's ``env`` (which may set it)."""
-        return {"PYTHONHASHSEED": self.hash_seed(), **self.candidate_env()}
+        ``PYTHONHASHSEED`` (unless ``pinned_seed`` is false), then the task's ``env`` (which may set it)."""
+        seed = {"PYTHONHASHSEED": self.hash_seed()} if pinned_seed else {}
+        return {**seed, **self.candidate_env()}
 
     def spec_hash(self) -> str:
         """A stable hash of the spec's content (paths and ``env`` values included), for cache and content keys.

@@ -93,13 +93,11 @@ def run_test_command(
     run is checked against the harness record and, for a candidate run, against the ``base`` run.
     """
     command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
-    env = task.run_env()
+    # A varied run pins no seed: Python draws one of its own, as for a developer (who never sets the variable).
+    env = task.run_env(pinned_seed=harness is None or harness.varied is None)
     against = base.harness if base is not None else None
     if harness is not None:
         env = _with_harness(env, harness.install(sandbox, against))
-        if harness.varied is not None and "PYTHONHASHSEED" not in task.env:
-            # No seed at all: Python draws one of its own, as for a developer (who never sets the variable).
-            env.pop("PYTHONHASHSEED", None)
     started = time.time()
     stdin = harness.channel(sandbox.workspace) if harness is not None else None
     result = sandbox.run(command, env=env, timeout=task.tests.timeout, stdin=stdin)
