@@ -170,6 +170,12 @@ def _harness_check(
         if not summary.signed and not summary.canaries:
             update["harness_not_joined"] = pytest_ran_without_channel()
         return evidence.model_copy(update=update)
+    unfinished = record is None or not record.finished
+    if unfinished and _killed_by_signal(evidence.exit_code) and not evidence.junit_tampered:
+        # The candidate's code killed the test process (or the shell above it, and the sandbox then reaped
+        # the rest): where the run stopped is a matter of timing, so the report is cut short, not forged.
+        why = f"the test process was killed (exit code {evidence.exit_code}) before pytest finished: the report is cut"
+        return evidence.model_copy(update={**update, "junit_error": why})
     facts = RunFacts(
         exit_code=evidence.exit_code,
         junit=junit,
@@ -184,6 +190,12 @@ def _harness_check(
     if problems and not evidence.junit_tampered:
         update.update(junit_tampered=True, junit_error="; ".join(problems))
     return evidence.model_copy(update=update)
+
+
+def _killed_by_signal(exit_code: int | None) -> bool:
+    """Whether a command's exit code says a signal ended it: negative (the sandbox's own child) or 129-192
+    (a shell's report of its child: 128 plus the signal's number)."""
+    return exit_code is not None and (exit_code < 0 or 128 < exit_code <= 128 + 64)
 
 
 def _cross_check(evidence: TestRunEvidence, mtime: float, started: float) -> TestRunEvidence:
