@@ -24,7 +24,6 @@ The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -91,7 +90,7 @@ def _raw(root: Path, extra: dict[str, str] | None = None) -> float:
 
 def _harness_cost(root: Path, repeat: int) -> float:
     """Median of paired differences: the raw command with gradeflow's pytest harness loaded, minus without."""
-    from importlib import resources
+    from gradeflow.integrity.plugin_files import plugin_files
 
     folder = root / "harness"
     folder.mkdir(exist_ok=True)
@@ -104,8 +103,8 @@ def _harness_cost(root: Path, repeat: int) -> float:
         "must_fail": "test_canary_fail",
         "select": None,
     }
-    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
-    (folder / "_gradeflow_bench.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    for name, data in plugin_files("_gradeflow_bench", config).items():
+        (folder / name).write_bytes(data)
     differences = []
     for _ in range(repeat):
         plain = _raw(root)

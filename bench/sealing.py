@@ -48,6 +48,7 @@ from _steps import alternated, prepared
 from pydantic import SecretStr
 
 from gradeflow.integrity.harness import Harness
+from gradeflow.integrity.plugin_files import plugin_files
 from gradeflow.logs import quiet_prefect
 from gradeflow.tasks import baseline, tests
 from gradeflow.tasks._testrun import run_test_command
@@ -128,8 +129,11 @@ def _thousand_tests(root: Path) -> None:
 TEMPLATE = Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt"
 
 
-def _plugin(root: Path, out: Path, audit: bool, channel: bool = False, template: Path = TEMPLATE) -> str:
-    """The harness plugin's source for a run over ``root`` (its audit hook on or off, reading the channel or not)."""
+def _plugin(
+    folder: Path, module: str, root: Path, out: Path, audit: bool, channel: bool = False, template: Path = TEMPLATE
+) -> None:
+    """The harness plugin's files in ``folder`` for a run over ``root`` (its audit hook on or off, reading the
+    channel or not); an older template that still holds its config in its source is written as one module."""
     config = {
         "nonce": "0bec0000",
         "record": str(out / "record.json"),
@@ -141,7 +145,12 @@ def _plugin(root: Path, out: Path, audit: bool, channel: bool = False, template:
         "workspace": str(root) if audit else None,
         "channel": channel,
     }
-    return template.read_text().replace("__GRADEFLOW_CONFIG__", json.dumps(config))
+    text = template.read_text()
+    if "__GRADEFLOW_CONFIG__" in text:
+        (folder / f"{module}.py").write_text(text.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+        return
+    for name, data in plugin_files(module, config, text).items():
+        (folder / name).write_bytes(data)
 
 
 def _timed(argv: list[str], cwd: Path, env: dict[str, str], stdin: bytes | None) -> tuple[float, float]:
@@ -170,7 +179,7 @@ def audit_cost(n: int, against: Path | None = None) -> None:
         )
         for name, audit, channel in (("plain", False, False), ("audited", True, False), ("handed", True, True)):
             (out / name).mkdir()
-            (out / name / f"{harness.module}.py").write_text(_plugin(root, out, audit, channel))
+            _plugin(out / name, harness.module, root, out, audit, channel)
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]
         env = {**os.environ, "PYTHONPATH": "src", "PYTHONDONTWRITEBYTECODE": "1"}
         handed = ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'handed'}:src"})
@@ -184,7 +193,7 @@ def audit_cost(n: int, against: Path | None = None) -> None:
         stdin = {"+ key": json.dumps({"key": harness.key}).encode(), "+ key, served": harness.channel(str(root))}
         if against is not None:
             (out / "against").mkdir()
-            (out / "against" / f"{harness.module}.py").write_text(_plugin(root, out, True, True, against))
+            _plugin(out / "against", harness.module, root, out, True, True, against)
             runs["against"] = ([*base, "-p", harness.module], {**env, "PYTHONPATH": f"{out / 'against'}:src"})
             stdin["against"] = stdin["+ key, served"]
         walls: dict[str, list[float]] = {label: [] for label in runs}

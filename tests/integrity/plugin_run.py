@@ -4,9 +4,10 @@ its signed record read back (what ``Harness`` does for a grade, without a sandbo
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from gradeflow.integrity.plugin_files import plugin_files
 
 NAME = "_gradeflow_0c0ffee0"
 
@@ -25,8 +26,8 @@ def install_plugin(folder: Path, workspace: Path, **extra: object) -> list[str]:
         "workspace": str(workspace),
         **extra,
     }
-    template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
-    (folder / f"{NAME}.py").write_text(template.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
+    for name, data in plugin_files(NAME, config).items():
+        (folder / name).write_bytes(data)
     return ["-p", NAME]
 
 

@@ -23,13 +23,13 @@ import json
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field, ValidationError
 
 from gradeflow.integrity.boot import boot_files
 from gradeflow.integrity.handed import PLACEHOLDER
+from gradeflow.integrity.plugin_files import plugin_files
 from gradeflow.integrity.signing import parse_log, record_signature_problems, split_signed
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import CaseOutcome, HarnessSummary, PluginRef, TestCaseResult
@@ -224,15 +224,13 @@ class Harness:
             "recursion": self.recursion,
             "reach": None if self.reach is None else {path: list(lines) for path, lines in self.reach.items()},
         }
-        template = resources.files("gradeflow.integrity").joinpath("plugin.py.txt").read_text()
-        source = template.replace("__GRADEFLOW_CONFIG__", json.dumps(config))
         options = [f"-p {self.module}"]
         variables = {}
         if base is not None:
             variables["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             options += [f"-p {module}" for module in base.entrypoint_modules]
         # The variables alone would not do: a command may replace them (see gradeflow.integrity.boot).
-        files = {f"{self.module}.py": source.encode(), **boot_files(self.module, options, variables)}
+        files = {**plugin_files(self.module, config), **boot_files(self.module, options, variables)}
         folder = sandbox.install_harness(files)
         return {"PYTHONPATH": folder, **variables, "PYTEST_ADDOPTS": " ".join(options)}
 

@@ -130,7 +130,7 @@ def harness_digest() -> str:
     this one's witness, even under the same version number (an editable install, a checkout moved on)."""
     folder = resources.files("gradeflow.integrity")
     digest = hashlib.sha256()
-    for name in ("plugin.py.txt", "boot.py", "handed.py", "harness.py"):
+    for name in ("plugin.py.txt", "plugin_files.py", "boot.py", "handed.py", "harness.py"):
         digest.update(folder.joinpath(name).read_bytes())
     return digest.hexdigest()[:12]
 
