@@ -26,7 +26,14 @@ from prefect.runtime import flow_run
 from pydantic import BaseModel, Field
 
 from gradeflow.agents.config import PlannedTrial
-from gradeflow.agents.trial import AgentRun, make_checkout, run_agent, unavailable_result, with_agent_codes
+from gradeflow.agents.trial import (
+    AgentRun,
+    make_checkout,
+    oversize_result,
+    run_agent,
+    unavailable_result,
+    with_agent_codes,
+)
 from gradeflow.evaluation.ledger import GradeRecord, Ledger, TrialRecord
 from gradeflow.evaluation.progress import Progress
 from gradeflow.evaluation.records import PlannedGrade, record_for
@@ -115,6 +122,8 @@ def agent_trial(planned: PlannedTrial) -> TrialOutcome:
         if run.unavailable is not None:
             profile = profile_for(planned.task, planned.profile).name
             result = unavailable_result(planned, submission_id, profile, run)
+        elif run.oversize is not None:
+            result = oversize_result(planned, submission_id, profile_for(planned.task, planned.profile), run)
         else:
             result = _grade(planned, Submission(submission_id=submission_id, workspace=workspace))
     finally:

@@ -1,7 +1,10 @@
 """One trial's steps outside Prefect: the fresh checkout, the agent's run in its sandbox, the grade's codes.
 
 A sandbox that cannot start (``SandboxUnavailable``) is an :class:`AgentRun` with ``unavailable`` set:
-the trial is inconclusive. An agent past its budget or exiting non-zero is graded on what it left
+the trial is inconclusive. What the agent left in a sandbox working on a copy (docker) comes back to the host
+counted as it is copied: past the checkout's limits the copy stops, ``oversize`` says why, and the trial is
+graded 0 as ``submission-too-large`` (a sparse file counts by its apparent size, as in ``gradeflow grade``).
+An agent past its budget or exiting non-zero is graded on what it left
 with ``agent-timeout`` / ``agent-failed`` added to the result's reason codes.
 """
 
@@ -16,11 +19,13 @@ from pydantic import BaseModel, Field
 
 from gradeflow.agents.config import SUMMARY_FILE, SUMMARY_MAX_BYTES, AgentSummary, PlannedTrial, parse_summary
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_command, agent_env, agent_factory, issue_text
-from gradeflow.errors import SandboxUnavailable
-from gradeflow.graders.verdict import inconclusive_result
+from gradeflow.errors import SandboxUnavailable, SubmissionTooLarge
+from gradeflow.graders.verdict import inconclusive_result, refused_result
 from gradeflow.models import GradeResult
 from gradeflow.models.spec import patch_bytes
+from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
+from gradeflow.tasks._sizes import MAX_CHECKOUT_BYTES, MAX_CHECKOUT_FILES
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "agent_codes",
     "bring_back",
     "make_checkout",
+    "oversize_result",
     "run_agent",
     "unavailable_result",
     "with_agent_codes",
@@ -44,6 +50,8 @@ class AgentRun(BaseModel):
     summary: AgentSummary = Field(default_factory=AgentSummary)
     unavailable: str | None = None
     """Why the agent's sandbox could not start (the trial is then inconclusive)."""
+    oversize: str | None = None
+    """Why what the agent left could not be brought back: over the checkout's limits (graded 0)."""
     stdout: str = ""
     stderr: str = ""
 
@@ -75,6 +83,8 @@ def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
             bring_back(sandbox, workspace)
     except SandboxUnavailable as exc:
         return AgentRun(unavailable=str(exc), seconds=round(time.perf_counter() - started, 4))
+    except SubmissionTooLarge as exc:
+        return _agent_run(done, summary).model_copy(update={"oversize": str(exc)})
     return _agent_run(done, summary)
 
 
@@ -116,13 +126,26 @@ def _summary_bytes(sandbox: Sandbox) -> bytes | None:
     return found[0] if found else None
 
 
+EXPORT_LIMIT = MAX_CHECKOUT_BYTES + MAX_CHECKOUT_FILES * 5 * 1024
+"""Bytes the archive of an agent's workspace may take: the checkout's limit in all, and room for a tar's
+headers (and long names') for as many files as a checkout may hold. More is a tree over the limits."""
+
+
 def bring_back(sandbox: Sandbox, workspace: Path) -> None:
-    """A sandbox working on a copy (docker) hands its workspace back to the host folder."""
+    """A sandbox working on a copy (docker) hands its workspace back to the host folder.
+
+    ``SubmissionTooLarge`` when the copy passes :data:`EXPORT_LIMIT`; the host folder is then left as it was."""
     if Path(sandbox.workspace) == workspace:
         return
     with tempfile.TemporaryDirectory(prefix="gradeflow-trial-export-") as scratch:
         archive = Path(scratch) / "workspace.tar"
-        sandbox.export_workspace(archive)
+        try:
+            sandbox.export_workspace(archive, max_bytes=EXPORT_LIMIT)
+        except OutputTooLarge as exc:
+            raise SubmissionTooLarge(
+                f"what the agent left is over the checkout's limits ({MAX_CHECKOUT_BYTES} bytes, "
+                f"{MAX_CHECKOUT_FILES} files): {exc}"
+            ) from None
         replace_tree(workspace, archive)
 
 
@@ -139,6 +162,12 @@ def with_agent_codes(result: GradeResult, run: AgentRun) -> GradeResult:
     """``result`` with the agent's codes after its own (graded on what the agent left)."""
     codes = [c for c in agent_codes(run) if c not in result.reason_codes]
     return result.model_copy(update={"reason_codes": [*result.reason_codes, *codes]}) if codes else result
+
+
+def oversize_result(planned: PlannedTrial, submission_id: str, profile: Profile, run: AgentRun) -> GradeResult:
+    """The grade of a trial whose agent left more than a checkout may hold: 0, ``submission-too-large``."""
+    message = f"submission-too-large: {run.oversize}"
+    return refused_result(planned.task, submission_id, SubmissionTooLarge.reason_code, message, profile, patch="")
 
 
 def unavailable_result(planned: PlannedTrial, submission_id: str, profile: str, run: AgentRun) -> GradeResult:

@@ -18,7 +18,7 @@ from docker.utils.socket import frames_iter
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._docker_exec import exit_code
-from gradeflow.sandbox.base import OutputTooLarge
+from gradeflow.sandbox.base import CappedWriter, OutputTooLarge
 
 __all__ = ["NO_SPACE", "get_file", "get_tree", "put_tree"]
 
@@ -139,15 +139,32 @@ def get_file(api: Any, container_id: str, path: str, max_bytes: int, *, user: st
         raise SandboxUnavailable(f"docker sandbox: cannot read {path}: {exc}") from None
 
 
-def get_tree(api: Any, container_id: str, folder: str, out: IO[bytes], *, user: str, arcname: str = ".") -> None:
-    """Write ``folder`` as a tar (names under ``arcname``) to ``out``; ``SandboxUnavailable`` on failure."""
+def get_tree(
+    api: Any,
+    container_id: str,
+    folder: str,
+    out: IO[bytes],
+    *,
+    user: str,
+    arcname: str = ".",
+    max_bytes: int | None = None,
+) -> None:
+    """Write ``folder`` as a tar (names under ``arcname``) to ``out``; ``SandboxUnavailable`` on failure,
+    ``OutputTooLarge`` (the stream closed, ``out`` left short) once it would pass ``max_bytes``."""
     exec_id = api.exec_create(container_id, ["python3", "-c", _PACK, folder, arcname], user=user)["Id"]
     errors = bytearray()
-    for chunk, err in api.exec_start(exec_id, stream=True, demux=True):
-        if chunk:
-            out.write(chunk)
-        if err:
-            errors += err[-200:]
+    sink = out if max_bytes is None else CappedWriter(out, max_bytes, folder)
+    stream = api.exec_start(exec_id, stream=True, demux=True)
+    try:
+        for chunk, err in stream:
+            if chunk:
+                sink.write(chunk)
+            if err:
+                errors += err[-200:]
+    except OutputTooLarge:
+        with contextlib.suppress(Exception):
+            stream.close()  # the packer in the container then stops on a closed pipe
+        raise
     code = exit_code(api, exec_id, _EXIT_WAIT)
     if code != 0:
         raise SandboxUnavailable(f"docker sandbox: cannot copy {folder} out (exit {code}): {bytes(errors)[-200:]!r}")

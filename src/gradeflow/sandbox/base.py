@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import ClassVar
+from typing import IO, ClassVar, cast
 
 from pydantic import BaseModel
 
@@ -31,6 +31,7 @@ __all__ = [
     "MAX_OUTPUT_BYTES",
     "PROBE_MIN_FREE_BYTES",
     "PROBE_TIMEOUT",
+    "CappedWriter",
     "CommandResult",
     "OutputCapture",
     "OutputTooLarge",
@@ -118,10 +119,37 @@ def numeric_user(environment: EnvironmentSpec, sandbox: str) -> tuple[int, int]:
     return int(uid), int(gid)
 
 
-def archive_tree(root: Path, archive: Path) -> None:
-    """Write ``root``'s content to the tar ``archive``, names relative to it (``./x``); links stay links."""
-    with tarfile.open(archive, "w") as tar:
-        tar.add(root, arcname=".")
+def archive_tree(root: Path, archive: Path, max_bytes: int | None = None) -> None:
+    """Write ``root``'s content to the tar ``archive``, names relative to it (``./x``); links stay links.
+
+    ``OutputTooLarge`` as soon as the archive would pass ``max_bytes`` (a sparse file is archived whole)."""
+    with archive.open("wb") as raw:
+        out = raw if max_bytes is None else cast(IO[bytes], CappedWriter(raw, max_bytes, str(root)))
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            tar.add(root, arcname=".")
+
+
+class CappedWriter:
+    """Writes through to ``out`` and refuses (``OutputTooLarge``) any write that would take it past ``limit`` bytes;
+    ``what`` names the source in the message. Enough of a binary file for ``tarfile`` and the docker copy."""
+
+    def __init__(self, out: IO[bytes], limit: int, what: str) -> None:
+        self._out, self._limit, self._what = out, limit, what
+        self.written = 0
+
+    def write(self, data: bytes) -> int:
+        size = len(data)
+        if self.written + size > self._limit:
+            raise OutputTooLarge(f"{self._what} is over {self._limit} bytes as an archive")
+        self._out.write(data)
+        self.written += size
+        return size
+
+    def tell(self) -> int:
+        return self._out.tell()
+
+    def flush(self) -> None:
+        self._out.flush()
 
 
 def member_path(name: str) -> str:
@@ -297,11 +325,13 @@ class Sandbox(abc.ABC):
         """
 
     @abc.abstractmethod
-    def export_workspace(self, archive: Path) -> None:
+    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
         """Write the workspace as it is now to the host file ``archive``: a tar, names relative to its root.
 
         The sandbox also keeps a copy of the other state commands made so far (``HOME``; in the local
-        sandbox the private Python environment), which :meth:`import_workspace` puts back.
+        sandbox the private Python environment), which :meth:`import_workspace` puts back. ``max_bytes``:
+        ``OutputTooLarge`` as soon as the archive (or the copy of ``HOME`` a docker sandbox keeps) would pass
+        it, counted as it is written, so a sparse file's apparent size counts and the host disk holds no more.
         """
 
     @abc.abstractmethod

@@ -307,7 +307,7 @@ class DockerSandbox(Sandbox):
         except _IMPORT_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy {HOME_DIR} in: {exc}") from None
 
-    def export_workspace(self, archive: Path) -> None:
+    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
         """Copy ``/workspace`` out to ``archive``, and ``HOME`` to a host file kept for :meth:`import_workspace`."""
         container = self._live()
         if self._saved_home is None:
@@ -317,7 +317,7 @@ class DockerSandbox(Sandbox):
         try:
             for source, target in ((WORKSPACE, archive), (HOME_DIR, self._saved_home)):
                 with target.open("wb") as out:
-                    get_tree(self._client.api, container.id, source, out, user=self._settings.user)
+                    get_tree(self._client.api, container.id, source, out, user=self._settings.user, max_bytes=max_bytes)
         except ENGINE_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy the workspace out: {exc}") from None
 

@@ -108,8 +108,8 @@ class FakeSandbox(Sandbox):
     def import_environment(self, folder: Path) -> None:
         restore_roots(self.environment_roots(), folder)
 
-    def export_workspace(self, archive: Path) -> None:
-        archive_tree(Path(self.workspace), archive)
+    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
+        archive_tree(Path(self.workspace), archive, max_bytes)
 
     def import_workspace(self, archive: Path) -> None:
         replace_tree(Path(self.workspace), archive)

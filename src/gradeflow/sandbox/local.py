@@ -219,8 +219,8 @@ class LocalSandbox(Sandbox):
     def import_environment(self, folder: Path) -> None:
         restore_roots(self.environment_roots(), folder)
 
-    def export_workspace(self, archive: Path) -> None:
-        archive_tree(Path(self._tree), archive)
+    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
+        archive_tree(Path(self._tree), archive, max_bytes)
         # Not beside HOME, where a command would find it by a relative path.
         if self._saved is None:
             self._saved = Path(tempfile.mkdtemp(prefix="gradeflow-saved-"))
