@@ -143,7 +143,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, 
     ("test", "place", "found"),
     [
         ("test_int", "8:0:__eq__", "e int"),
-        ("test_int", "8:1:__eq__", "e int"),
         ("test_anything", "12:0:__eq__", "r Anything (Anything.__eq__)"),
         ("test_reflected", "16:1:__eq__", "r ABCMeta (ABCMeta.__eq__)"),
         ("test_borrowed", "20:0:__eq__", "r Fraction (Fraction.__eq__)"),
@@ -161,6 +160,14 @@ def test_each_compared_value_is_traced_to_where_its_equality_is_defined(
 ) -> None:
     _plain, _output, compared = runs
     assert compared[test][place] == found
+
+
+def test_a_literal_side_is_not_probed(runs: tuple[str, str, dict[str, dict[str, str]]]) -> None:
+    # ``== 0`` and ``0 ==``: a literal's type is built-in in every run; the other side is probed as ever.
+    _plain, _output, compared = runs
+    assert sorted(compared["test_int"]) == ["8:0:__eq__"]
+    assert sorted(compared["test_reflected"]) == ["16:1:__eq__"]
+    assert sorted(compared["test_point"]) == ["28:0:__eq__", "28:1:__eq__"]  # Point(0) is no literal
 
 
 def test_failure_messages_and_outcomes_are_pytests_own(runs: tuple[str, str, dict[str, dict[str, str]]]) -> None:
