@@ -7,6 +7,8 @@
   :func:`~gradeflow.integrity.harness.check_run`, every way a run disagrees with them and with the base.
   The plugin also installs the runtime audit hook (PEP 578) and watches pytest's machinery and the test
   modules' names.
+* :mod:`~gradeflow.integrity.plugin_files`: the plugin compiled once per grader process, handed to each run
+  as a loader module with its config, the code object and the source.
 * :mod:`~gradeflow.integrity.boot`: how the harness joins pytest whatever the command does to its environment.
 * :mod:`~gradeflow.integrity.tamper_scan` (with ``tamper_ast`` and ``tamper_rules``): the patch's added code
   that reaches into the test machinery, read from its files.
