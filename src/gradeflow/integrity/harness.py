@@ -3,8 +3,9 @@
 Each run gets a fresh nonce. The plugin (``gradeflow/integrity/plugin.py.txt``, compiled once per grader
 process: see :mod:`gradeflow.integrity.plugin_files`) goes into the sandbox's harness folder, outside the
 repository, under a module name with the nonce, and is loaded with ``-p`` through ``PYTEST_ADDOPTS``.
-It writes a record next to the report: the plugins loaded, what was collected, how each test's call ended before any report hook could rewrite it, pytest's own exit
-status and the hash of the JUnit report as pytest wrote it. Each call is also appended to a log the
+It writes a record next to the report: the plugins loaded, what was collected, how each test's call
+ended before any report hook could rewrite it, pytest's own exit status and the hash of the JUnit report
+as pytest wrote it. Each call is also appended to a log the
 moment it ends, through a descriptor the plugin opened before any code of the repository was imported;
 its state lives in a closure, not in module globals the code under test could swap. A record rewritten
 later (at exit, by a replaced writer) then disagrees with the log. The canaries (one must pass, one must fail)
