@@ -25,8 +25,8 @@ from gradeflow.models import GradeResult
 from gradeflow.models.spec import patch_bytes
 from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
-from gradeflow.tasks._sizes import MAX_CHECKOUT_BYTES, MAX_CHECKOUT_FILES
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
+from gradeflow.tasks.snapshot import MAX_CHECKOUT_BYTES, MAX_CHECKOUT_FILES
 
 __all__ = [
     "AgentRun",

@@ -25,11 +25,17 @@ from gradeflow.tasks._diff import added_by_path
 from gradeflow.tasks._filetypes import MAX_DEPTH, too_deep, unsupported_entries
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
-from gradeflow.tasks._sizes import check_checkout_size, check_patch_size, file_limit
+from gradeflow.tasks._sizes import (
+    MAX_CHECKOUT_BYTES,
+    MAX_CHECKOUT_FILES,
+    check_checkout_size,
+    check_patch_size,
+    file_limit,
+)
 from gradeflow.tasks.baseline import Baseline, ensure_pristine, working_copy
 from gradeflow.tasks.repo import skipped_by_copy
 
-__all__ = ["Snapshot", "discard", "take_snapshot"]
+__all__ = ["MAX_CHECKOUT_BYTES", "MAX_CHECKOUT_FILES", "Snapshot", "discard", "take_snapshot"]
 
 
 class Snapshot(BaseModel):
