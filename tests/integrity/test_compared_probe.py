@@ -99,6 +99,17 @@ def test_fails():
 class Case(unittest.TestCase):
     def test_assert_equal(self):
         self.assertEqual(value("anything"), 7)
+
+
+def test_multiline():
+    assert all(
+        value("anything") == n
+        for n in (1, 2)
+    )
+
+
+def test_one_nested():
+    assert any([value("anything") == 1])
 """
 
 
@@ -153,6 +164,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, 
         ("test_generator", "40:0:__eq__", "r Anything (Anything.__eq__)"),
         ("test_fails", "44:0:__eq__", "e NoneType"),
         ("test_assert_equal", "49:0:__eq__", "r Anything (Anything.__eq__)"),
+        # an assert's text is counted for comparison operators whole, over all its lines
+        ("test_multiline", "54:0:__eq__", "r Anything (Anything.__eq__)"),
+        # one operator, not the assert's own comparison: still looked for
+        ("test_one_nested", "60:0:__eq__", "r Anything (Anything.__eq__)"),
     ],
 )
 def test_each_compared_value_is_traced_to_where_its_equality_is_defined(
@@ -176,7 +191,7 @@ def test_failure_messages_and_outcomes_are_pytests_own(runs: tuple[str, str, dic
         line for line in plain.splitlines() if line.startswith(("E ", ">"))
     ]
     assert "assert None == 0" in output and "where None = value('none')" in output  # pytest's explanation
-    assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 10 passed"
+    assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 12 passed"
 
 
 def _rewrite_cache(root: Path) -> list[str]:
@@ -192,7 +207,7 @@ def test_probed_code_never_reaches_pytests_rewrite_cache(tmp_path: Path) -> None
     assert compared["test_anything"]["12:0:__eq__"] == "r Anything (Anything.__eq__)"
     assert _rewrite_cache(root) == []
     plain, _ = _run(tmp_path / "first", harnessed=False, root=root, bytecode=True)
-    assert plain.splitlines()[-1].split(" in ")[0] == "1 failed, 10 passed", plain
+    assert plain.splitlines()[-1].split(" in ")[0] == "1 failed, 12 passed", plain
 
 
 def test_a_rewrite_cache_made_by_a_plain_run_is_not_read(tmp_path: Path) -> None:
