@@ -1,9 +1,11 @@
-"""The checks after every call see a watched name rebound however the write is made.
+"""The checks after every call see a watched name rebound however the write is made, and whichever check watches it.
 
 The per-call checks compare a namespace's values only when the namespace was written to since the last check
 that found everything in place (its dict's version tag; see ``_held`` in the plugin). These tests make the write
 in the ways CPython has, a specialised attribute store warmed up first among them, and in a later call than the
-first, so a fast path that missed one would leave the rebinding unnoted.
+first, so a fast path that missed one would leave the rebinding unnoted. The next test puts the name back, so only a check
+made between the two calls sees it (all of them wait on one look at every watched namespace's tag: a look that
+missed a namespace would leave its rebinding unnoted).
 """
 
 from __future__ import annotations
@@ -19,16 +21,29 @@ import pytest
 from integrity.plugin_run import install_plugin, read_record
 
 LIBRARY = """
-import _pytest.runner as runner
+import sys
+
 import _pytest.python as python
+import _pytest.reports as reports
+import _pytest.runner as runner
+
+saved = []
 
 
 def quiet(*args, **kwargs):
     return False
 
 
+def restore():
+    for owner, name, value in saved:
+        setattr(owner, name, value)
+    return True
+
+
 def rebind(how):
     original = runner.check_interactive_exception
+    saved.append((runner, "check_interactive_exception", original))
+    saved.append((python.Function, "setup", python.Function.setup))
     if how == "attribute":
         for _ in range(5000):  # warmed up: the store is specialised by now
             runner.check_interactive_exception = original
@@ -41,6 +56,13 @@ def rebind(how):
         for _ in range(5000):
             python.Function.setup = python.Function.setup
         python.Function.setup = quiet
+    elif how == "internals":  # a binding only the snapshot of pytest's internals holds
+        saved.append((reports, "TestReport", reports.TestReport))
+        reports.TestReport = type("TestReport", (reports.TestReport,), {})
+    elif how == "test-module":  # a name the test module imported
+        module = sys.modules["test_lib"]
+        saved.append((module, "lib", module.lib))
+        module.lib = type(sys)("lib")
     return True
 """
 
@@ -61,7 +83,9 @@ def test_rebinds():
 
 
 def test_after():
-    assert True
+    import lib as real
+
+    assert real.restore()
 """
 
 
@@ -87,11 +111,14 @@ def run(tmp_path: Path, how: str) -> dict[str, Any]:
         ("dict", "check_interactive_exception"),
         ("update", "check_interactive_exception"),
         ("class", "Function.setup"),
+        ("internals", "_pytest.reports.TestReport"),
+        ("test-module", "test_lib.py lib"),
     ],
 )
 def test_a_name_rebound_in_a_later_call_is_noted(tmp_path: Path, how: str, name: str) -> None:
     record = run(tmp_path, how)
-    assert any(name in label for label in record["patched"]), record["patched"]
+    labels = record["patched"] + record["namespaces"]
+    assert any(name in label for label in labels), labels
 
 
 def test_no_write_no_note(tmp_path: Path) -> None:
