@@ -240,10 +240,22 @@ def _print_instructions(
         argv, variables = runs[label]
         with tempfile.TemporaryDirectory(prefix="gradeflow-bench-cg-") as folder:
             log = Path(folder) / "log"
-            command = ["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={folder}/out",
-                       f"--log-file={log}", *argv]
-            subprocess.run(command, cwd=root, env={**variables, "PYTHONHASHSEED": "0"}, input=stdin.get(label),
-                           capture_output=True, check=False)
+            command = [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                f"--cachegrind-out-file={folder}/out",
+                f"--log-file={log}",
+                *argv,
+            ]
+            subprocess.run(
+                command,
+                cwd=root,
+                env={**variables, "PYTHONHASHSEED": "0"},
+                input=stdin.get(label),
+                capture_output=True,
+                check=False,
+            )
             found = [line for line in log.read_text().splitlines() if "I   refs:" in line or "I refs:" in line]
             counts[label] = int(found[-1].rpartition(":")[2].replace(",", "")) if found else 0
     if not counts["raw"] or not counts["+ key, served"]:

@@ -1,11 +1,11 @@
-"""The checks after every call see a watched name rebound however the write is made, and whichever check watches it.
+"""The checks after every call see a watched name rebound however the write is made, whichever check watches it.
 
 The per-call checks compare a namespace's values only when the namespace was written to since the last check
 that found everything in place (its dict's version tag; see ``_held`` in the plugin). These tests make the write
 in the ways CPython has, a specialised attribute store warmed up first among them, and in a later call than the
-first, so a fast path that missed one would leave the rebinding unnoted. The next test puts the name back, so only a check
-made between the two calls sees it (all of them wait on one look at every watched namespace's tag: a look that
-missed a namespace would leave its rebinding unnoted).
+first, so a fast path that missed one would leave the rebinding unnoted. The next test puts the name back, so
+only a check made between the two calls sees it (all of them wait on one look at every watched namespace's
+tag: a look that missed a namespace would leave its rebinding unnoted).
 """
 
 from __future__ import annotations

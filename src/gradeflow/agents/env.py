@@ -24,11 +24,10 @@ from pydantic import BaseModel, Field
 
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
-from gradeflow.agents.trial import bring_back
+from gradeflow.agents.trial import bring_back, oversize_result
 from gradeflow.errors import InfraError, SpecError, SubmissionTooLarge, prefect_server_errors
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
-from gradeflow.graders.verdict import refused_result
 from gradeflow.graders.withheld import withhold_hidden_timings
 from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
@@ -192,9 +191,8 @@ class RepoEnv:
         self._over = True
         try:
             bring_back(self._sandbox, self.workspace)
-        except SubmissionTooLarge as exc:  # graded as ``gradeflow grade --workspace`` grades an oversized tree
-            message = f"{exc.reason_code}: {exc}"
-            result = refused_result(self.task, "episode", exc.reason_code, message, self._session.profile, patch="")
+        except SubmissionTooLarge as exc:
+            result = oversize_result(self.task, "episode", self._session.profile, str(exc))
         else:
             result = self._grade(Submission(submission_id="episode", workspace=self.workspace))
         if result.status == "inconclusive":

@@ -123,7 +123,8 @@ def agent_trial(planned: PlannedTrial) -> TrialOutcome:
             profile = profile_for(planned.task, planned.profile).name
             result = unavailable_result(planned, submission_id, profile, run)
         elif run.oversize is not None:
-            result = oversize_result(planned, submission_id, profile_for(planned.task, planned.profile), run)
+            policy = profile_for(planned.task, planned.profile)
+            result = oversize_result(planned.task, submission_id, policy, run.oversize)
         else:
             result = _grade(planned, Submission(submission_id=submission_id, workspace=workspace))
     finally:

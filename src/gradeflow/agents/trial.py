@@ -21,7 +21,7 @@ from gradeflow.agents.config import SUMMARY_FILE, SUMMARY_MAX_BYTES, AgentSummar
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_command, agent_env, agent_factory, issue_text
 from gradeflow.errors import SandboxUnavailable, SubmissionTooLarge
 from gradeflow.graders.verdict import inconclusive_result, refused_result
-from gradeflow.models import GradeResult
+from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.models.spec import patch_bytes
 from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox, replace_tree
@@ -164,10 +164,11 @@ def with_agent_codes(result: GradeResult, run: AgentRun) -> GradeResult:
     return result.model_copy(update={"reason_codes": [*result.reason_codes, *codes]}) if codes else result
 
 
-def oversize_result(planned: PlannedTrial, submission_id: str, profile: Profile, run: AgentRun) -> GradeResult:
-    """The grade of a trial whose agent left more than a checkout may hold: 0, ``submission-too-large``."""
-    message = f"submission-too-large: {run.oversize}"
-    return refused_result(planned.task, submission_id, SubmissionTooLarge.reason_code, message, profile, patch="")
+def oversize_result(task: TaskSpec, submission_id: str, profile: Profile, detail: str) -> GradeResult:
+    """The grade of what an agent left when it is more than a checkout may hold (a trial's tree, an episode's):
+    0, ``submission-too-large``, as ``gradeflow grade --workspace`` grades an oversized tree."""
+    message = f"{SubmissionTooLarge.reason_code}: {detail}"
+    return refused_result(task, submission_id, SubmissionTooLarge.reason_code, message, profile, patch="")
 
 
 def unavailable_result(planned: PlannedTrial, submission_id: str, profile: str, run: AgentRun) -> GradeResult:
