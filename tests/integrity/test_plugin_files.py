@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gradeflow.integrity.plugin_files import plugin_files
-from integrity.test_runtime_reach import harnessed_run
+from integrity.test_runtime_reach import WORKSPACE_TESTS, harnessed_run
 
 TEMPLATE = "FROM = 'compiled'\nCONFIG = _gradeflow_config\n\n\ndef where():\n    return where.__code__.co_filename\n"
 PROBE = "import json, sys; import _gf_probe as m; print(json.dumps([m.FROM, m.CONFIG, m.where(), m.__file__]))"
@@ -79,6 +79,44 @@ def test_a_test_functions_code_read_through_the_library_is_noted_unless_only_a_f
     assert "1 passed" in output, output
     reads = [entry for entry in record["audit"] if entry[0] == "object.__getattr__:__code__(of-a-test-function)"]
     assert bool(reads) == noted, record["audit"]
+
+
+WRITES_CODE = """
+def run():
+    import sys
+
+    module = sys.modules["test_lib"]
+    {write}
+    return 1
+"""
+
+LATER_TEST = """
+
+def test_later(expected=1):
+    assert expected
+"""
+
+
+@pytest.mark.parametrize(
+    ("write", "noted"),
+    [
+        ("module.test_later.__defaults__ = (2,)", "object.__setattr__:__defaults__(of-a-test-function)"),
+        (
+            "module.test_later.__code__ = (lambda expected=1: None).__code__",
+            "object.__setattr__:__code__(of-a-test-function)",
+        ),
+        ("module.test_later.__kwdefaults__ = {'more': 2}", "object.__setattr__:__kwdefaults__(of-a-test-function)"),
+        ("(lambda: None).__defaults__ = ()", None),  # a function of the repository's own
+    ],
+)
+def test_a_test_functions_code_or_defaults_assigned_by_the_repository_are_noted(
+    tmp_path: Path, write: str, noted: str | None
+) -> None:
+    # test_later passes with whatever it is handed: only the note tells.
+    record, output = harnessed_run(tmp_path, WRITES_CODE.format(write=write), WORKSPACE_TESTS + LATER_TEST)
+    assert "2 passed" in output, output
+    writes = [entry[0] for entry in record["audit"] if entry[0].startswith("object.__setattr__")]
+    assert writes == ([noted] if noted else []), record["audit"]
 
 
 WRITES = """
