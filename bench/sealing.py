@@ -10,7 +10,9 @@ On examples/calc (a bugfix task) with its reference patch, alternates N times, i
 - **sealed**: the tests step itself (``run_tests.fn``): a fresh copy, sealed to the base's test
   harness, canaries written, gradeflow's plugin installed, the run checked against its record.
 
-Prints the mean and minimum of each, the difference per grade and the ratio (target: ≤ 0.2 s added).
+Prints the mean and minimum of each, the difference per grade and the ratio. A passing grade's sealed tests
+step also re-runs its required tests varied (a second pytest run, measured by bench/varied_run.py), so this
+difference is more than the plugin's cost; the target (≤ 0.2 s added) is the second part's.
 
 Then, at 1,000 tests (ten modules of 100, each test calling a small library that builds dataclasses and
 opens files, so the audit hook sees its ordinary traffic), pytest alone against pytest with gradeflow's
@@ -92,7 +94,11 @@ def main(n: int) -> None:
         mean = alternated(steps, n, "calc")
     for against in ("raw", "raw, same plugins"):
         added, ratio = mean["sealed"] - mean[against], mean["sealed"] / mean[against]
-        print(f"sealed vs {against}: {added:+.3f} s per grade (ratio {ratio:.2f}x; target <= +0.2 s)")
+        print(f"sealed vs {against}: {added:+.3f} s per grade (ratio {ratio:.2f}x)")
+    print(
+        "  (the sealed tests step runs pytest twice when the required tests pass: the main run and its varied "
+        "re-run; python bench/varied_run.py tells the two apart)"
+    )
 
 
 LIBRARY = '''"""A small library the bench's tests call."""
