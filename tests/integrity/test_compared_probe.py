@@ -110,6 +110,15 @@ def test_multiline():
 
 def test_one_nested():
     assert any([value("anything") == 1])
+
+
+class Truth(unittest.TestCase):
+    def test_assert_true(self):
+        self.assertTrue(value("anything") == 7)
+
+
+def test_container():
+    assert [1, [value("anything")]] == [1, [2]]
 """
 
 
@@ -160,7 +169,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, 
         ("test_fraction", "24:0:__eq__", "e Fraction"),
         ("test_point", "28:0:__eq__", "r Point (Point.__eq__)"),
         ("test_bare", "32:0:__bool__/__len__", "r Yes (Yes.__bool__)"),
-        ("test_in", "36:1:__contains__/__eq__", "e list"),
+        ("test_in", "36:1:__contains__/__eq__", "r list of Anything (Anything.__eq__)"),  # its elements decide
         ("test_generator", "40:0:__eq__", "r Anything (Anything.__eq__)"),
         ("test_fails", "44:0:__eq__", "e NoneType"),
         ("test_assert_equal", "49:0:__eq__", "r Anything (Anything.__eq__)"),
@@ -168,6 +177,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, 
         ("test_multiline", "54:0:__eq__", "r Anything (Anything.__eq__)"),
         # one operator, not the assert's own comparison: still looked for
         ("test_one_nested", "60:0:__eq__", "r Anything (Anything.__eq__)"),
+        # a comparison handed to a unittest assertion: its operands, not only its truth
+        ("test_assert_true", "65:0:__eq__", "r Anything (Anything.__eq__)"),
+        # a built-in container compares its elements by their own rules, nested ones too
+        ("test_container", "69:0:__eq__", "r list of Anything (Anything.__eq__)"),
+        ("test_container", "69:1:__eq__", "e list"),
     ],
 )
 def test_each_compared_value_is_traced_to_where_its_equality_is_defined(
@@ -191,7 +205,7 @@ def test_failure_messages_and_outcomes_are_pytests_own(runs: tuple[str, str, dic
         line for line in plain.splitlines() if line.startswith(("E ", ">"))
     ]
     assert "assert None == 0" in output and "where None = value('none')" in output  # pytest's explanation
-    assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 12 passed"
+    assert output.splitlines()[-1].split(" in ")[0] == plain.splitlines()[-1].split(" in ")[0] == "1 failed, 14 passed"
 
 
 def _rewrite_cache(root: Path) -> list[str]:
@@ -207,7 +221,7 @@ def test_probed_code_never_reaches_pytests_rewrite_cache(tmp_path: Path) -> None
     assert compared["test_anything"]["12:0:__eq__"] == "r Anything (Anything.__eq__)"
     assert _rewrite_cache(root) == []
     plain, _ = _run(tmp_path / "first", harnessed=False, root=root, bytecode=True)
-    assert plain.splitlines()[-1].split(" in ")[0] == "1 failed, 12 passed", plain
+    assert plain.splitlines()[-1].split(" in ")[0] == "1 failed, 14 passed", plain
 
 
 def test_a_rewrite_cache_made_by_a_plain_run_is_not_read(tmp_path: Path) -> None:

@@ -107,6 +107,25 @@ def test_later(expected=1):
         ),
         ("module.test_later.__kwdefaults__ = {'more': 2}", "object.__setattr__:__kwdefaults__(of-a-test-function)"),
         ("(lambda: None).__defaults__ = ()", None),  # a function of the repository's own
+        # another file's code given to a library's function, a library module's class, a library class's bases
+        (
+            "import textwrap; textwrap.dedent.__code__ = (lambda text: text).__code__",
+            "object.__setattr__:__code__(of-a-library-function)",
+        ),
+        (
+            "import textwrap, types; textwrap.__class__ = type('M', (types.ModuleType,), {})",
+            "object.__setattr__:__class__(of-a-module)",
+        ),
+        (
+            "import argparse as a; a.RawTextHelpFormatter.__bases__ = (type('B', (a.HelpFormatter,), {}),)",
+            "object.__setattr__:__bases__(of-a-class)",
+        ),
+        # the repository's own class, and a library's function given code of its own file (types.coroutine's way)
+        ("P = type('P', (), {}); A = type('A', (P,), {}); A.__bases__ = (type('B', (P,), {}),)", None),
+        (
+            "import textwrap; textwrap.indent.__code__ = textwrap.indent.__code__.replace(co_name='x')",
+            "code.__new__",
+        ),
     ],
 )
 def test_a_test_functions_code_or_defaults_assigned_by_the_repository_are_noted(
@@ -115,7 +134,7 @@ def test_a_test_functions_code_or_defaults_assigned_by_the_repository_are_noted(
     # test_later passes with whatever it is handed: only the note tells.
     record, output = harnessed_run(tmp_path, WRITES_CODE.format(write=write), WORKSPACE_TESTS + LATER_TEST)
     assert "2 passed" in output, output
-    writes = [entry[0] for entry in record["audit"] if entry[0].startswith("object.__setattr__")]
+    writes = [entry[0] for entry in record["audit"] if entry[0].startswith(("object.__setattr__", "code.__new__"))]
     assert writes == ([noted] if noted else []), record["audit"]
 
 
