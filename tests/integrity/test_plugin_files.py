@@ -70,6 +70,12 @@ def run():
         ("inspect", "inspect.getsourcelines(module.test_library)", True),
         ("dis", "dis.get_instructions(module.test_library)", True),
         ("inspect", "module.test_library.__code__.co_consts", True),
+        # read for the repository by a worker thread whose stack holds no repository frame
+        (
+            "concurrent.futures",
+            "concurrent.futures.ThreadPoolExecutor().submit(getattr, module.test_library, '__code__').result()",
+            True,
+        ),
     ],
 )
 def test_a_test_functions_code_read_through_the_library_is_noted_unless_only_a_flag_or_names_come_back(
