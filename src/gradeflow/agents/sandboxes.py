@@ -35,7 +35,7 @@ def agent_factory(task: TaskSpec, kind: str | None, *, network: bool, agent_dir:
         raise SpecError(f"--agent-dir: {agent_dir} is not a folder")
     if kind == "isolated":
         read_only = (agent_dir,) if agent_dir else ()
-        return IsolatedSandboxFactory(task.environment, read_only=read_only, network=network)
+        return IsolatedSandboxFactory(task.environment, read_only=read_only, network=network).show(task)
     if agent_dir is not None:
         raise SpecError(f"--agent-dir: only the isolated sandbox shows a host folder (not {kind}); use an image")
     if kind == "docker":

@@ -66,7 +66,9 @@ _QUIET: list[tuple[Settings, Settings]] = []
 
 def factory_for(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> SandboxFactory:
     """``sandbox`` itself when it is a factory, else the factory of that kind (or the task's)."""
-    return sandbox if isinstance(sandbox, SandboxFactory) else sandbox_factory(task_spec.environment, sandbox)
+    if isinstance(sandbox, SandboxFactory):
+        return sandbox
+    return sandbox_factory(task_spec.environment, sandbox).show(task_spec)
 
 
 def profile_for(task_spec: TaskSpec, profile: str | Profile | None) -> Profile:

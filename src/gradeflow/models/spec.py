@@ -58,6 +58,8 @@ Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inco
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|git@)", re.IGNORECASE)
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([bkmg]?)b?$", re.IGNORECASE)
 MAX_TIMEOUT = 86_400
+ROOT_PATTERN = r"^(host|debian:[a-z][a-z0-9-]{1,30}|docker:[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255})$"
+"""``environment.root``: the host's system, a Debian release, or a docker image's filesystem."""
 """The longest command timeout a task spec may set, in seconds (a day)."""
 
 
@@ -319,6 +321,34 @@ class EnvironmentSpec(_Spec):
     """Writable space in the docker sandbox (the repository copy, ``/tmp``, ``HOME``, reports): a size like
     ``512m``, below ``memory`` (its tmpfs pages are memory). Default: 1 GiB, or half of ``memory`` when
     that is less. A command that fills it is graded 0 with ``disk-limit-exceeded``."""
+    root: str = Field(default="host", pattern=ROOT_PATTERN)
+    """What commands run on in the isolated sandbox: ``host`` (this machine's system and gradeflow's Python),
+    ``debian:<release>`` (a Debian root filesystem built once with debootstrap: ``bullseye`` has Python 3.9,
+    ``bookworm`` 3.11, ``trixie`` 3.13) or ``docker:<image>`` (an image's filesystem exported once; the
+    docker sandbox runs the image itself)."""
+    packages: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{0,99}$")]] = Field(default_factory=list)
+    """More Debian packages for a ``debian:`` root (``python3``, ``python3-venv`` and ``python3-pip`` are always
+    there): compilers, ``libxml2-dev``, ``python3-pytest``."""
+    mounts: list[str] = Field(default_factory=list)
+    """Absolute host folders every command sees read-only at their own paths (a virtual environment, a data
+    set); folders a command names by an absolute path are shown without being listed. Never gradeflow's state."""
+    setup_network: bool = False
+    """``setup`` (the environment's build, on the pristine base) may reach the network (package indexes);
+    the candidate's commands still get it only with ``network``."""
+
+    @field_validator("mounts")
+    @classmethod
+    def _absolute_mounts(cls, value: list[str]) -> list[str]:
+        for folder in value:
+            if not folder.startswith("/") or "\0" in folder:
+                raise ValueError(f"{folder!r} is not an absolute path")
+        return [os.path.normpath(folder) for folder in value]
+
+    @model_validator(mode="after")
+    def _packages_need_debian(self) -> EnvironmentSpec:
+        if self.packages and not self.root.startswith("debian:"):
+            raise ValueError(f"packages are installed into a debian: root, not into root {self.root!r}")
+        return self
 
     @field_validator("memory", "disk")
     @classmethod

@@ -90,6 +90,12 @@ class View:
     file_size_limit: bool = True
     """``disk`` is also every file's size limit (``RLIMIT_FSIZE``); off, ``/tmp``'s size and the guard on the
     host's disk remain."""
+    root: str | None = None
+    """A root filesystem (:mod:`gradeflow.environments.roots`) whose system folders stand in for the host's."""
+    overlays: tuple[tuple[str, tuple[str, ...], str | None], ...] = field(default=())
+    """``(path, lower folders, upper folder)``: an overlay mounted at ``path`` last, the later lower folders
+    over the earlier ones; writes go to ``upper`` (its ``-work`` twin beside it), or nowhere when ``None``
+    (read-only). Shared read-only environments and the harness's site folder in an outside interpreter."""
 
 
 def interpreter_folders() -> tuple[str, ...]:
@@ -107,12 +113,14 @@ def interpreter_folders() -> tuple[str, ...]:
     return tuple(sorted(f for f in found if not any(_inside(f, o) for o in found | set(_SYSTEM) if o != f)))
 
 
-def system_view() -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """The system folders to bind read-only, and the merged-``/usr`` links to recreate."""
-    folders = [f for f in _SYSTEM if Path(f).is_dir()]
+def system_view(root: str | None = None) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The system folders to bind read-only, and the merged-``/usr`` links to recreate: the host's, or those
+    of the root filesystem at ``root``."""
+    top = root or ""
+    folders = [f for f in _SYSTEM if Path(top + f).is_dir()]
     links: list[tuple[str, str]] = []
     for name in _MERGED:
-        path = Path(name)
+        path = Path(top + name)
         if path.is_symlink():
             links.append((os.readlink(path), name))
         elif path.is_dir():
@@ -287,7 +295,7 @@ class BwrapContainment:
         args: list[str] = []
         for folder in view.read_only:
             if folder in _SYSTEM or folder in _MERGED:
-                args += ["--ro-bind", folder, folder]
+                args += ["--ro-bind", (view.root or "") + folder, folder]
         for target, link in view.symlinks:
             args += ["--symlink", target, link]
         args += ["--proc", "/proc", "--dev", "/dev"]
@@ -313,6 +321,10 @@ class BwrapContainment:
             made.add(target)
         for source, target in view.files:
             args += ["--ro-bind", source, target]
+        for target, lowers, upper in view.overlays:
+            for lower in lowers:
+                args += ["--overlay-src", lower]
+            args += ["--ro-overlay", target] if upper is None else ["--overlay", upper, upper + "-work", target]
         return [*args, "--chdir", view.workdir, "--"]
 
     def _user(self) -> list[str]:

@@ -83,7 +83,7 @@ class DockerSettings:
         disk = _disk(environment, memory)
         uid, gid = numeric_user(environment, "docker")
         return cls(
-            image=environment.image or DEFAULT_IMAGE,
+            image=environment.image or _root_image(environment.root) or DEFAULT_IMAGE,
             network=environment.network,
             memory=memory,
             nano_cpus=int(environment.cpus * 1e9),
@@ -247,3 +247,8 @@ def remove_container(container: Any) -> None:
             error=str(exc),
             hint=f"docker rm -f $(docker ps -aq --filter label={SANDBOX_LABEL})",
         )
+
+
+def _root_image(root: str) -> str | None:
+    """The image ``environment.root`` names (``docker:<image>``), which the docker sandbox runs itself."""
+    return root.removeprefix("docker:") if root.startswith("docker:") else None

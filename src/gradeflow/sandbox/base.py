@@ -23,7 +23,7 @@ from typing import IO, ClassVar, cast
 from pydantic import BaseModel
 
 from gradeflow.errors import SandboxUnavailable, SpecError
-from gradeflow.models import EnvironmentSpec
+from gradeflow.models import EnvironmentSpec, TaskSpec
 from gradeflow.sandbox.shape import Shape
 
 __all__ = [
@@ -361,6 +361,13 @@ class Sandbox(abc.ABC):
         """Replace each root's content with ``folder/<name>.tar`` (as :meth:`export_environment` wrote it,
         possibly relocated); a root without a tar is left as it is."""
 
+    mounts_layers: ClassVar[bool] = False
+    """Whether :meth:`mount_environment` shows a built environment without copying it (the isolated sandbox)."""
+
+    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+        """Show the environment roots from shared read-only ``layers`` (see :attr:`mounts_layers`)."""
+        raise NotImplementedError(f"the {type(self).__name__} copies environments (import_environment)")
+
     def runs_on(self, tree: Path) -> bool:
         """Commands run on the host folder ``tree`` itself (not on a copy of it)."""
         return Path(self.workspace) == tree
@@ -403,6 +410,15 @@ class SandboxFactory(abc.ABC):
         """A factory like this one whose sandboxes look like ``shape`` (a developer's machine) as far as this
         kind of sandbox can (see :mod:`gradeflow.sandbox.shape`); by default this factory itself."""
         del shape
+        return self
+
+    def with_network(self) -> SandboxFactory:
+        """Sandboxes like these whose commands may reach the network (``setup`` with ``environment.setup_network``);
+        this factory itself where commands have it anyway (the local sandbox)."""
+        return self
+
+    def show(self, task: TaskSpec) -> SandboxFactory:
+        """This factory, showing what ``task`` names of the host where the kind can (the isolated sandbox)."""
         return self
 
     @abc.abstractmethod

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import os
 import re
 import tarfile
@@ -383,6 +384,12 @@ class DockerSandboxFactory(SandboxFactory):
             if self._run_image is None:
                 self._run_image = harness_site_image(client, image_id, self.settings.image)
         return DockerSandbox(client, self.settings, self._run_image, host_workspace, self.shape)
+
+    def with_network(self) -> DockerSandboxFactory:
+        factory = copy.copy(self)
+        factory.settings = dataclasses.replace(self.settings, network=True)
+        factory._lock = threading.Lock()
+        return factory
 
     def shaped(self, shape: Shape) -> DockerSandboxFactory:
         """Sandboxes whose containers have ``shape``'s host name and whose commands a developer's variables."""

@@ -20,6 +20,11 @@ def sandbox_factory(environment: EnvironmentSpec, override: str | None = None) -
     check; it raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``.
     """
     kind = override or environment.sandbox
+    if environment.root != "host" and (
+        kind == "local" or (kind == "docker" and environment.root.startswith("debian:"))
+    ):
+        remedy = "the isolated sandbox" if kind == "local" else "the isolated sandbox, or a docker: root or image"
+        raise SpecError(f"environment.root {environment.root}: the {kind} sandbox cannot run on it; use {remedy}")
     if kind == "isolated":
         return IsolatedSandboxFactory(environment)
     if kind == "local":

@@ -42,8 +42,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from gradeflow.config import cache_dir
+from gradeflow.environments.named import Shown, interpreter_site_folders, shown_folders
+from gradeflow.environments.roots import Root, RootRecipe, ensure_root
 from gradeflow.errors import SandboxUnavailable, SpecError
-from gradeflow.models import EnvironmentSpec
+from gradeflow.models import EnvironmentSpec, TaskSpec
 from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
 from gradeflow.sandbox._cgroups import make_groups
@@ -51,12 +53,16 @@ from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
     SandboxFactory,
+    archive_tree,
     check_free_space,
     default_disk,
+    member_path,
     numeric_user,
+    remove_tree,
+    replace_tree,
     run_true_in_fresh_sandbox,
 )
-from gradeflow.sandbox.local import LocalSandbox
+from gradeflow.sandbox.local import HARNESS_HOOK, LocalSandbox, write_scripts
 from gradeflow.sandbox.shape import Shape
 
 __all__ = ["IsolatedSandbox", "IsolatedSandboxFactory", "IsolationSettings"]
@@ -75,6 +81,10 @@ class IsolationSettings:
         self.memory = parse_size(environment.memory)
         self.pids = environment.pids
         self.disk = parse_size(environment.disk) if environment.disk else default_disk(self.memory)
+        self.root: Root | None = None
+        """The root filesystem commands run on (``None``: the host's), resolved when the first sandbox opens."""
+        self.shown = Shown(folders=(), interpreters=())
+        """Host folders the task names (:func:`~gradeflow.environments.named.shown_folders`)."""
 
 
 _USERS = itertools.count()
@@ -105,6 +115,22 @@ def sandbox_user() -> int:
     return _FIRST_UID + (os.getpid() * 7919 + next(_USERS)) % _UIDS
 
 
+def make_root_environment(folder: Path, python: str) -> Path:
+    """A private environment at ``folder`` over a root's ``/usr/bin/python<python>`` and its system packages,
+    written by hand (the interpreter lives in the root, not on this host): a ``pyvenv.cfg``, links to the
+    interpreter, a site folder whose ``.pth`` joins the harness, ``pip`` and ``pytest`` scripts."""
+    remove_tree(folder, ignore_errors=True)
+    (folder / "bin").mkdir(parents=True)
+    (folder / "pyvenv.cfg").write_text(f"home = /usr/bin\ninclude-system-site-packages = true\nversion = {python}\n")
+    for name in ("python", "python3", f"python{python}"):
+        (folder / "bin" / name).symlink_to(f"/usr/bin/python{python}")
+    site = folder / "lib" / f"python{python}" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "_gradeflow_harness.pth").write_text(HARNESS_HOOK)
+    write_scripts(folder)
+    return folder
+
+
 class IsolatedSandbox(LocalSandbox):
     """A :class:`LocalSandbox` whose every command runs in bubblewrap over an allow-list view of the host."""
 
@@ -121,6 +147,8 @@ class IsolatedSandbox(LocalSandbox):
         ``shape``: commands see a developer's machine (see :mod:`gradeflow.sandbox.shape`): its user, host name,
         ``/home/<user>`` as ``HOME`` and the tree inside it (also still at its own path, where the environment
         set up for the task may name it)."""
+        self._root = settings.root
+        self._layers: list[tuple[str, tuple[str, ...], str]] = []
         super().__init__(host_workspace, pid_namespace=False, shape=shape)
         self._as_root = os.geteuid() == 0
         if self._as_root and settings.own_user:
@@ -132,8 +160,17 @@ class IsolatedSandbox(LocalSandbox):
         self._settings = settings
         self._accounts = self._write_accounts() if self._as_root else ()
         self._handed_over = False
-        system, links = system_view()
-        self._read_only = (*system, *interpreter_folders(), *(str(Path(f).resolve()) for f in read_only))
+        root = str(self._root.folder) if self._root is not None else None
+        system, links = system_view(root)
+        own_python = interpreter_folders() if root is None else ()
+        named = (*settings.shown.folders, *(str(Path(f).resolve()) for f in read_only))
+        self._read_only = (*system, *own_python, *dict.fromkeys(named))
+        self._site_layer = self._scratch / "site"
+        if settings.shown.interpreters:
+            self._site_layer.mkdir()
+            (self._site_layer / "_gradeflow_harness.pth").write_text(
+                f"import site; site.addsitedir({str(self._scratch / 'harness')!r})\n"
+            )
         self._links = links
         own = (str(self._scratch / name) for name in ("out", "home", "env"))
         self._writable = (*own,) if shape is not None else (self._tree, *own)
@@ -145,9 +182,16 @@ class IsolatedSandbox(LocalSandbox):
         self._hand_over()
         settings = self._settings
         groups = make_groups(settings.memory, settings.pids) if self._as_root else None
+        harness_sites = tuple(
+            (site, (site, str(self._site_layer)), None)
+            for prefix in settings.shown.interpreters
+            for site in interpreter_site_folders(prefix)
+        )
         view = View(
+            root=str(self._root.folder) if self._root is not None else None,
+            overlays=(*harness_sites, *self._layers),
             read_only=(*self._read_only, str(self._scratch / "harness")),
-            files=self._accounts,
+            files=(*self._accounts, *self._resolver()),
             writable=self._writable,
             workdir=self.workspace,
             moved=()
@@ -172,10 +216,29 @@ class IsolatedSandbox(LocalSandbox):
             return ()
         return (str(self._scratch / "home"), self._home), (self._tree, self.workspace)
 
+    def _resolver(self) -> tuple[tuple[str, str], ...]:
+        """On a root, the host's name servers and certificate authorities for a command given the network (a
+        package index behind this site's proxy is reached as from the host)."""
+        if self._root is None or not self._settings.network:
+            return ()
+        shown = []
+        for name in ("/etc/resolv.conf", "/etc/ssl/certs/ca-certificates.crt"):
+            host, inside = Path(name), Path(f"{self._root.folder}{name}")
+            if host.is_file() and inside.is_file() and not inside.is_symlink():
+                shown.append((str(host.resolve()), name))
+        return tuple(shown)
+
+    def _make_python(self, folder: Path) -> Path:
+        if self._root is None:
+            return super()._make_python(folder)
+        return make_root_environment(folder, self._root.python)
+
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
         # The temporary folder is the private, size-limited /tmp (emptied after every command), so that
         # what a command leaves there counts against environment.disk, as in docker.
         own = {**super()._environment({}), "TMPDIR": "/tmp"}
+        if self._root is not None:  # gradeflow's interpreter is not there
+            own["PATH"] = f"{self._python / 'bin'}:/usr/local/bin:/usr/bin:/bin"
         return {**own, **env} if self._shape is None else {**own, "HOME": self._home, **env}
 
     def _write_accounts(self) -> tuple[tuple[str, str], ...]:
@@ -191,7 +254,8 @@ class IsolatedSandbox(LocalSandbox):
         files = []
         for name, line in lines.items():
             host = Path("/etc") / name
-            text = host.read_text(errors="replace") if host.is_file() else ""
+            text_from = Path(f"{self._root.folder}/etc/{name}") if self._root is not None else host
+            text = text_from.read_text(errors="replace") if text_from.is_file() else ""
             ours = self._scratch / f"etc-{name}"
             ours.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
             ours.chmod(0o644)
@@ -208,7 +272,7 @@ class IsolatedSandbox(LocalSandbox):
         owner = f"{self._settings.uid}:{self._settings.gid}"
         # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
         done = subprocess.run(
-            ["chown", "-R", "-P", "-h", owner, *dict.fromkeys((self._tree, *self._writable))],
+            ["chown", "-R", "-P", "-h", owner, *dict.fromkeys((self._tree, *self._writable, *self._uppers()))],
             capture_output=True,
             check=False,
         )
@@ -217,8 +281,57 @@ class IsolatedSandbox(LocalSandbox):
             raise SandboxUnavailable(f"isolated sandbox: cannot hand the run's folders to {owner}: {tail!r}")
         self._handed_over = True
 
+    mounts_layers: ClassVar[bool] = True
+
+    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+        """Show each environment root (``env``, ``home``) as an overlay: the shared read-only ``layers[name]``,
+        under it nothing, over it the ``fixes`` (member → content: setup's files that named its paths, rewritten
+        to this sandbox's), and writes in a layer of this sandbox's own, gone with it.
+
+        Commands then run as ``owner`` (the layers' owner) unless the task names its user."""
+        if self._settings.own_user and self._as_root:
+            settings = copy.copy(self._settings)
+            settings.uid = settings.gid = owner
+            self._settings = settings
+            self._accounts = self._write_accounts()
+        roots = self.environment_roots()
+        for name, layer in layers.items():
+            lowers = [str(layer)]
+            if fixes.get(name):
+                fixed = self._scratch / f"{name}-fixed"
+                for member, data in fixes[name].items():
+                    target = fixed / member_path(member)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    target.chmod((layer / member_path(member)).stat().st_mode & 0o7777)
+                lowers.append(str(fixed))
+            upper = self._scratch / f"{name}-upper"
+            upper.mkdir()
+            (self._scratch / f"{name}-upper-work").mkdir()
+            self._layers.append((roots[name], tuple(lowers), str(upper)))
+        self._handed_over = False
+
+    def _uppers(self) -> list[str]:
+        return [upper for _, _, upper in self._layers]
+
+    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
+        if not self._layers:
+            super().export_workspace(archive, max_bytes)
+            return
+        # The environment is the shared layers plus this sandbox's writes, which an import throws away.
+        archive_tree(Path(self._tree), archive, max_bytes)
+
     def import_workspace(self, archive: Path) -> None:
-        super().import_workspace(archive)
+        if self._layers:
+            replace_tree(Path(self._tree), archive)
+            for upper in self._uppers():
+                for folder in (Path(upper), Path(upper + "-work")):
+                    remove_tree(folder, ignore_errors=True)
+                    folder.mkdir()
+            remove_tree(self._scratch / "tmp")
+            (self._scratch / "tmp").mkdir()
+        else:
+            super().import_workspace(archive)
         self._handed_over = False
 
     def import_environment(self, folder: Path) -> None:
@@ -240,7 +353,9 @@ class IsolatedSandboxFactory(SandboxFactory):
     ) -> None:
         """``read_only``: host folders every command also sees read-only; ``network``: overrides
         ``environment.network`` (an agent's sandbox may reach its model's API where the tests never do)."""
-        self.settings = IsolationSettings(environment or EnvironmentSpec())
+        environment = environment or EnvironmentSpec()
+        self.settings = IsolationSettings(environment)
+        self.recipe = RootRecipe.from_spec(environment.root, environment.packages)
         if network is not None:
             self.settings.network = network
         self.read_only = read_only
@@ -248,7 +363,26 @@ class IsolatedSandboxFactory(SandboxFactory):
 
     def open(self, host_workspace: Path) -> IsolatedSandbox:
         self._check()
+        self._resolve_root()
         return IsolatedSandbox(host_workspace, self.settings, self.read_only, self.shape)
+
+    def show(self, task: TaskSpec) -> IsolatedSandboxFactory:
+        """This factory with the host folders ``task`` names shown read-only (``SpecError`` for one it
+        cannot show: see :mod:`gradeflow.environments.named`)."""
+        visible = () if self.recipe is not None else interpreter_folders()
+        self.settings.shown = shown_folders(task, host_root=self.recipe is None, visible=visible)
+        return self
+
+    def with_network(self) -> IsolatedSandboxFactory:
+        factory = copy.copy(self)
+        factory.settings = copy.copy(self.settings)
+        factory.settings.network = True
+        return factory
+
+    def _resolve_root(self) -> None:
+        """Build or verify the task's root once per factory (``SandboxUnavailable`` when it cannot be built)."""
+        if self.recipe is not None and self.settings.root is None:
+            self.settings.root = ensure_root(self.recipe)
 
     def shaped(self, shape: Shape) -> IsolatedSandboxFactory:
         """Sandboxes whose commands see ``shape``'s user (a person's uid, as root), host name, ``/home`` and
@@ -263,14 +397,25 @@ class IsolatedSandboxFactory(SandboxFactory):
             raise SandboxUnavailable(f"isolated sandbox: {problem}")
 
     def probe(self) -> None:
-        """The disks have room, bwrap works here, and ``true`` runs in a fresh sandbox."""
+        """The disks have room, bwrap works here, the root is built, and ``true`` runs in a fresh sandbox."""
         check_free_space(cache_dir())
+        self._resolve_root()
         run_true_in_fresh_sandbox(self, "isolated sandbox", "sandbox")
 
     def describe(self) -> SandboxDescription:
         """``SandboxUnavailable`` (with what to do instead) when bwrap cannot run here, or slirp4netns is
         missing for a sandbox with the network."""
         self._check()
+        if self.recipe is not None:
+            self._resolve_root()
+            assert self.settings.root is not None
+            root = self.settings.root
+            return SandboxDescription(
+                sandbox=self.kind,
+                architecture=platform.machine(),
+                python_version=root.python,
+                python_environment=f"private per sandbox, over {self.recipe.label()} ({root.digest[:12]})",
+            )
         return SandboxDescription(
             sandbox=self.kind,
             architecture=platform.machine(),

@@ -48,7 +48,7 @@ from gradeflow.sandbox.base import (
 )
 from gradeflow.sandbox.shape import Shape
 
-__all__ = ["LOCAL_WARNING", "LocalSandbox", "LocalSandboxFactory"]
+__all__ = ["HARNESS_HOOK", "LOCAL_WARNING", "LocalSandbox", "LocalSandboxFactory", "write_scripts"]
 
 LOCAL_WARNING = (
     "gradeflow: warning: the local sandbox runs the candidate's code with your rights and your files in reach; "
@@ -76,7 +76,7 @@ sys.exit(console_main())
 """
 """``pytest`` and ``py.test`` run in the private environment too (the host's scripts would start the host's Python)."""
 
-_HARNESS_HOOK = "import os, site, sys; site.addsitedir(os.path.join(os.path.dirname(sys.prefix), 'harness'))\n"
+HARNESS_HOOK = "import os, site, sys; site.addsitedir(os.path.join(os.path.dirname(sys.prefix), 'harness'))\n"
 """Every interpreter of the private environment treats the sandbox's harness folder (beside the environment,
 wherever a copy of it is restored) as a site folder: the harness's ``.pth`` runs at start, whatever variables
 the command set or removed."""
@@ -87,19 +87,24 @@ def make_private_environment(folder: Path) -> Path:
 
     Made without pip of its own (a few milliseconds): a ``.pth`` file puts gradeflow's site-packages
     behind the private one, so ``python -m pip`` and the ``pip`` script run the host's pip with the
-    private environment as their prefix (``pytest`` alike); another runs :data:`_HARNESS_HOOK`.
+    private environment as their prefix (``pytest`` alike); another runs :data:`HARNESS_HOOK`.
     """
     venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(folder)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)}))
     purelib.mkdir(parents=True, exist_ok=True)
     host = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
     (purelib / "_gradeflow_host.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(host)))
-    (purelib / "_gradeflow_harness.pth").write_text(_HARNESS_HOOK)
+    (purelib / "_gradeflow_harness.pth").write_text(HARNESS_HOOK)
+    write_scripts(folder)
+    return folder
+
+
+def write_scripts(folder: Path) -> None:
+    """``pip``, ``pytest`` and ``py.test`` in the environment at ``folder``, run by its own interpreter."""
     for name, text in (("pip", _PIP), ("pytest", _PYTEST), ("py.test", _PYTEST)):
         script = folder / "bin" / name
         script.write_text(text.format(python=folder / "bin" / "python"))
         script.chmod(0o755)
-    return folder
 
 
 class LocalSandbox(Sandbox):
@@ -115,12 +120,16 @@ class LocalSandbox(Sandbox):
         self._scratch = Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
-        self._python = make_private_environment(self._scratch / "env")
+        self._python = self._make_python(self._scratch / "env")
         self._saved: Path | None = None
         self._tree = str(host_workspace)
         """The tree on the host (commands see it at :attr:`workspace`, the same path here)."""
         self.workspace = str(host_workspace)
         self.output_dir = str(self._scratch / "out")
+
+    def _make_python(self, folder: Path) -> Path:
+        """The sandbox's private Python environment at ``folder``."""
+        return make_private_environment(folder)
 
     def _environment(self, env: dict[str, str]) -> dict[str, str]:
         own = {

@@ -1,4 +1,4 @@
-"""The task's environment: what ``setup`` built on the pristine base, captured once, copied into every run.
+"""The task's environment: what ``setup`` built on the pristine base, captured once, shared by every run.
 
 ``setup`` runs once per baseline, in a sandbox over a copy of the pristine base (hidden tests injected).
 What it left is kept in a folder beside the pristine repository:
@@ -9,9 +9,12 @@ What it left is kept in a folder beside the pristine repository:
 - ``environment.json``: this module's :class:`TaskEnvironment`: the paths setup ran with, the files
   that name them, the files setup removed, and a digest of the whole.
 
-Every run after that (the base's acceptance run, the candidate's, test evidence, perf, repeated runs)
-gets its own copy: the workspace files are laid over its tree, except where the tree differs from the
-base (the candidate's own change wins), and the roots are imported into its sandbox. The old paths are
+For the isolated sandbox the roots are also kept unpacked (``layers/<name>``, owned by one user of their
+own) and every run mounts them read-only as the lower layer of an overlay: nothing is copied, the run's
+writes land in a layer of its own that dies with it, and the few files that name setup's paths are
+rewritten into a small layer over them. Every run lays the workspace files setup made over its tree,
+except where the tree differs from the base (the candidate's own change wins); other sandboxes (docker,
+local) get their own copy of the roots, imported into the sandbox. The old paths are
 rewritten to the new ones in the files that named them (an editable install names the workspace; a
 console script names the environment's interpreter). The candidate's packaging (``pyproject.toml``,
 ``setup.py``, entry points) never runs and installs nothing: a patch that changes its dependencies or
@@ -55,6 +58,11 @@ class TaskEnvironment(BaseModel):
     """Per archive (``workspace`` or a root's name), the members whose content names one of those paths."""
     removed: list[str]
     """Workspace paths setup deleted."""
+    layered: list[str] = []
+    """Roots kept unpacked under ``layers/<name>`` too, mounted read-only into every run of a sandbox that can
+    (:attr:`~gradeflow.sandbox.base.Sandbox.mounts_layers`) instead of being copied."""
+    owner: int = 0
+    """The user that owns the unpacked layers (and runs the commands that mount them)."""
 
     def save(self) -> None:
         (self.folder / "environment.json").write_text(self.model_dump_json(indent=1))
@@ -139,6 +147,8 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
         naming[archive] = _scan(folder / f"{archive}.tar", olds, digest, archive)
     removed = sorted(p for p, sig in before.items() if p not in seen and sig[0] != "dir")
     digest.update("\0".join(removed).encode())
+    owner = _LAYER_UIDS[0] + int(digest.hexdigest()[:8], 16) % _LAYER_UIDS[1]
+    layered = _unpack_layers(folder, roots, owner) if sandbox.mounts_layers else []
     environment = TaskEnvironment(
         folder=folder,
         digest=f"sha256:{digest.hexdigest()}",
@@ -146,9 +156,34 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
         roots=roots,
         naming={k: v for k, v in naming.items() if v},
         removed=removed,
+        layered=layered,
+        owner=owner,
     )
     environment.save()
     return environment
+
+
+_LAYER_UIDS = (260_000, 60_000)
+"""First uid and how many: the owners of unpacked layers, apart from the isolated sandbox's per-run users."""
+
+
+def _unpack_layers(folder: Path, roots: dict[str, str], owner: int) -> list[str]:
+    """Each root's archive unpacked once into ``layers/<name>``, owned by ``owner`` (as root); the names."""
+    done = []
+    for name in sorted(roots):
+        archive = folder / f"{name}.tar"
+        if not archive.is_file():
+            continue
+        layer = folder / "layers" / name
+        layer.mkdir(parents=True)
+        with tarfile.open(archive) as tar:
+            tar.extractall(layer, filter="tar")
+        if os.geteuid() == 0:
+            for current, dirs, files in os.walk(layer):
+                for entry in (current, *(os.path.join(current, n) for n in (*dirs, *files))):
+                    os.lchown(entry, owner, owner)
+        done.append(name)
+    return done
 
 
 def _scan(archive: Path, olds: dict[str, str], digest: hashlib._Hash, label: str) -> list[str]:
@@ -235,9 +270,28 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
     moves = [(environment.workspace, sandbox.workspace)]
     moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
     pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
-    if not pairs:
+    if environment.layered and sandbox.mounts_layers:
+        layers = {name: environment.folder / "layers" / name for name in environment.layered if name in roots}
+        fixes = {name: _fixes(layers[name], environment.naming.get(name, []), pairs) for name in layers}
+        sandbox.mount_environment(layers, fixes, environment.owner)
+    elif not pairs:
         sandbox.import_environment(environment.folder)
         return
+    else:
+        _import_copies(environment, sandbox, roots, pairs)
+    if sandbox.runs_on(tree):
+        inside = tree.resolve()
+        for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
+            target = tree / member_path(name)
+            # Never through a link: the candidate's tree may hold one where setup's file was.
+            if target.is_file() and target.resolve() == inside / member_path(name):
+                target.write_bytes(_replace(target.read_bytes(), pairs))
+
+
+def _import_copies(
+    environment: TaskEnvironment, sandbox: Sandbox, roots: dict[str, str], pairs: list[tuple[bytes, bytes]]
+) -> None:
+    """The roots' archives imported into ``sandbox``, the ``pairs`` rewritten in their named members."""
     with tempfile.TemporaryDirectory(prefix="gradeflow-env-") as folder:
         scratch = Path(folder)
         for name in roots:
@@ -248,13 +302,19 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
             elif source.is_file():
                 _rewrite_archive(source, scratch / source.name, named, pairs)
         sandbox.import_environment(scratch)
-    if sandbox.runs_on(tree):
-        inside = tree.resolve()
-        for name in environment.naming.get(WORKSPACE_ARCHIVE, []):
-            target = tree / member_path(name)
-            # Never through a link: the candidate's tree may hold one where setup's file was.
-            if target.is_file() and target.resolve() == inside / member_path(name):
-                target.write_bytes(_replace(target.read_bytes(), pairs))
+
+
+def _fixes(layer: Path, named: list[str], pairs: list[tuple[bytes, bytes]]) -> dict[str, bytes]:
+    """The ``named`` regular files of ``layer`` with the ``pairs`` rewritten (those that change)."""
+    fixed: dict[str, bytes] = {}
+    for member in named:
+        path = layer / member_path(member)
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            new = _replace(data, pairs)
+            if new != data:
+                fixed[member] = new
+    return fixed
 
 
 def _rewrite_archive(source: Path, target: Path, named: set[str], pairs: list[tuple[bytes, bytes]]) -> None:

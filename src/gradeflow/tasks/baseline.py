@@ -7,7 +7,6 @@ baseline raises, so nothing inconclusive is ever cached.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import pickle
 import shutil
@@ -26,13 +25,15 @@ from unidiff.errors import UnidiffParseError
 
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
+from gradeflow.environments.roots import locked, stat_digest
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.integrity.files import inject_tree, list_files
 from gradeflow.integrity.handed import Prior, prior_state
 from gradeflow.integrity.harness import Harness
+from gradeflow.logs import scrub
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
-from gradeflow.sandbox.base import Sandbox, SandboxFactory, remove_tree
+from gradeflow.sandbox.base import CommandResult, Sandbox, SandboxFactory, remove_tree
 from gradeflow.tasks._environment import (
     TaskEnvironment,
     capture_environment,
@@ -43,7 +44,7 @@ from gradeflow.tasks._environment import (
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._state import data_digest, folder_digest, folder_digest_excluding_git
+from gradeflow.tasks._state import data_digest, folder_digest_excluding_git
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 from gradeflow.tasks.repo import BaseRef, materialize
 
@@ -199,7 +200,9 @@ def state_digests(pristine: Path, environment: TaskEnvironment | None, record: b
     environment folder, the pickled base run."""
     digests = {"pristine": _pristine_digest(pristine), "record": data_digest(record)}
     if environment is not None:
-        digests["environment"] = folder_digest(environment.folder)
+        # By every entry's size and time (its layers can be hundreds of megabytes), its record by content.
+        record = (environment.folder / "environment.json").read_bytes() if environment.folder.is_dir() else b""
+        digests["environment"] = data_digest(f"{stat_digest(environment.folder)}|{data_digest(record)}".encode())
     return digests
 
 
@@ -279,27 +282,53 @@ def build_environment(
     if not task_spec.setup:
         return None
     folder = pristine.parent / "environment"
-    if (folder / "environment.json").is_file():
-        return TaskEnvironment.load(folder)
+    failed = pristine.parent / "setup-failed.txt"
+    # One build per key: a second grade waits for the first, then takes its environment (or its failure).
+    with locked(pristine.parent / "environment.lock"):
+        if (folder / "environment.json").is_file():
+            return TaskEnvironment.load(folder)
+        if failed.is_file():
+            again = failed.read_text(errors="replace").strip()
+            again += f" (a failed build is not retried: remove {failed} to retry)"
+            raise BaselineBroken(again, reason_code="setup-failed")
+        try:
+            return _build_environment(task_spec, pristine, folder, sandboxes)
+        except BaselineBroken as exc:
+            if exc.reason_code == "setup-failed":
+                failed.write_text(f"{exc}\n")
+            raise
+
+
+def _build_environment(task_spec: TaskSpec, pristine: Path, folder: Path, sandboxes: SandboxFactory) -> TaskEnvironment:
     workspace = working_copy(pristine)
     staging = Path(tempfile.mkdtemp(prefix="environment-", dir=pristine.parent))
+    if task_spec.environment.setup_network:
+        sandboxes = sandboxes.with_network()
     try:
         inject_hidden_on_base(task_spec, workspace, "before setup")
         before = tree_manifest(workspace)
         with sandboxes.open(workspace) as sandbox:
             setup = run_setup(task_spec, sandbox)
             if setup is not None and not setup.ok:
-                raise BaselineBroken(
-                    f"task {task_spec.task_id}: setup fails on the pristine base (exit {setup.exit_code})",
-                    reason_code="setup-failed",
-                )
+                raise BaselineBroken(_setup_failure(task_spec, setup), reason_code="setup-failed")
             capture_environment(sandbox, before, staging)
-        with contextlib.suppress(OSError):  # another run built it first: theirs is as good
-            staging.rename(folder)
+        staging.rename(folder)
         return TaskEnvironment.load(folder)
     finally:
         remove_tree(workspace.parent, ignore_errors=True)
         remove_tree(staging, ignore_errors=True)
+
+
+def _setup_failure(task_spec: TaskSpec, setup: CommandResult) -> str:
+    """One line: setup's exit and its last output lines (pip's error, a missing compiler), secrets scrubbed."""
+    how = "timed out" if setup.timed_out else f"exit {setup.exit_code}"
+    lines = [line.strip() for line in f"{setup.stdout}\n{setup.stderr}".splitlines() if line.strip()][-_TAIL_LINES:]
+    tail = scrub(" | ".join(lines), [v for v in task_spec.candidate_env().values() if len(v) >= 8])[-_TAIL_CHARS:]
+    hint = "" if task_spec.environment.setup_network else " (setup has no network: environment.setup_network)"
+    return f"task {task_spec.task_id}: setup fails on the pristine base ({how}){hint}: {tail or 'no output'}"
+
+
+_TAIL_LINES, _TAIL_CHARS = 6, 800
 
 
 def task_environment(task_spec: TaskSpec, baseline: Baseline, sandboxes: SandboxFactory) -> TaskEnvironment | None:

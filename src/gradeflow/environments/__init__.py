@@ -1,0 +1,1 @@
+"""What commands run on: root filesystems, host folders a task names, and the store that keeps them."""
