@@ -96,7 +96,7 @@ def test_gradeflow_state_and_the_task_files_are_never_shown(
 
 
 def test_a_listed_mount_that_is_not_a_folder_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(SpecError, match="environment.mounts"):
+    with pytest.raises(SpecError, match=r"environment\.mounts"):
         shown_folders(_task("pytest --junitxml={junit}", mounts=[str(tmp_path / "absent")]))
 
 
