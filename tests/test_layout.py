@@ -26,6 +26,7 @@ LAYERS = {
     "integrity": 4,
     "graders": 4,
     "sandbox": 4,
+    "environments": 4,
     "evaluation": 4,
     "models": 5,
     "profiles": 5,

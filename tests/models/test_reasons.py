@@ -24,6 +24,7 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 # subcommands, encodings, folder prefixes, docker options, decisions and tamper-finding kinds.
 NOT_CODES = {
     "check-ignore",
+    "site-packages",  # a folder name (the isolated sandbox's private environment on a root)
     "rev-parse",
     "ls-files",
     "ls-tree",
