@@ -370,8 +370,10 @@ class IsolatedSandboxFactory(SandboxFactory):
         """This factory with the host folders ``task`` names shown read-only (``SpecError`` for one it
         cannot show: see :mod:`gradeflow.environments.named`)."""
         visible = () if self.recipe is not None else interpreter_folders()
-        self.settings.shown = shown_folders(task, host_root=self.recipe is None, visible=visible)
-        return self
+        factory = copy.copy(self)
+        factory.settings = copy.copy(self.settings)
+        factory.settings.shown = shown_folders(task, host_root=self.recipe is None, visible=visible)
+        return factory
 
     def with_network(self) -> IsolatedSandboxFactory:
         factory = copy.copy(self)
