@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluate_helpers import record
+from evaluate_helpers import record, write_suite
 from gradeflow.cli import main
+from gradeflow.cli.suite import inconclusive_verdict
 from gradeflow.evaluation.ledger import Ledger
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -88,3 +89,40 @@ def test_a_closed_pipe_ends_quietly_with_141(tmp_path: Path) -> None:
         err = proc.stderr.read().decode()
         code = proc.wait(timeout=120)
     assert (code, err) == (141, "")
+
+
+@pytest.mark.usefixtures("prefect")
+def test_evaluate_that_graded_nothing_exits_3_with_the_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path, ["t1"], {"m": ["fix", "empty"]})
+    spec = tmp_path / "t1" / "task.yaml"
+    spec.write_text(spec.read_text() + "setup: exit 7\n")
+    ledger = f"sqlite:///{tmp_path / 'ledger.db'}"
+    args = ["evaluate", str(suite), "--ledger", ledger, "--sandbox", "local", "--no-progress"]
+    assert main(args) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("evaluate: nothing was graded: all 2 submissions are inconclusive (setup-failed ×2)")
+    # Already recorded, graded by no run: still nothing graded, still 3, whatever share the user accepts.
+    assert main([*args, "--max-inconclusive", "1"]) == 3
+    with pytest.raises(SystemExit) as usage:
+        main([*args, "--max-inconclusive", "1.5"])
+    assert usage.value.code == 2
+    assert "--max-inconclusive: must be a share from 0 to 1, got '1.5'" in capsys.readouterr().err
+
+
+def test_the_inconclusive_share_is_checked_against_the_users_threshold() -> None:
+    graded, lost = (
+        record(run_id="a"),
+        record(run_id="b").model_copy(
+            update={"status": "inconclusive", "reason_codes": ["sandbox-unavailable"], "score": None}
+        ),
+    )
+    assert inconclusive_verdict([graded, lost], 2, None) is None
+    assert inconclusive_verdict([graded, lost], 2, 0.5) is None
+    message = inconclusive_verdict([graded, lost], 2, 0.25)
+    assert message is not None and message.startswith(
+        "1 of 2 submissions are inconclusive (50%, over --max-inconclusive 0.25)"
+    )
+    assert "sandbox-unavailable ×1" in message
+    assert inconclusive_verdict([graded], 1, 0.0) is None

@@ -1,7 +1,10 @@
 """The ``evaluate`` and ``report`` subcommands (registered by :mod:`gradeflow.cli`).
 
 ``evaluate`` exits 0 when every submission is in the ledger (graded or inconclusive), 1 when some
-could not be graded (run again to retry them), 2 on bad input. ``report`` exits 0, or 2 on bad input.
+could not be graded (run again to retry them), 2 on bad input, and 3 when the run graded nothing (every
+submission's record is inconclusive) or when the share of inconclusive records passes
+``--max-inconclusive``; one line on stderr then says how many and the reason codes behind them.
+``report`` exits 0, or 2 on bad input.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
     from gradeflow.evaluation.report import GroupStats
     from gradeflow.flows.evaluate import Evaluation
 
-__all__ = ["SUITE_COMMANDS", "add_suite_commands", "run_suite_command"]
+__all__ = ["SUITE_COMMANDS", "add_suite_commands", "inconclusive_verdict", "run_suite_command"]
 
 SUITE_COMMANDS = ("evaluate", "report")
 
@@ -44,6 +48,13 @@ def add_suite_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     evaluate.add_argument("--profile", help="a shipped profile name or a profile YAML file")
     evaluate.add_argument("--sandbox", choices=SANDBOX_KINDS, help="override environment.sandbox (default isolated)")
     evaluate.add_argument("--swebench-report", help="also write a SWE-bench-style summary JSON here")
+    evaluate.add_argument(
+        "--max-inconclusive",
+        type=_share_arg,
+        metavar="SHARE",
+        help="exit 3 when more than this share (0..1) of the submissions is inconclusive "
+        "(default: only when every one is)",
+    )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     evaluate.add_argument("--json", action="store_true", help="print the run's counts as JSON")
     evaluate.add_argument("--ephemeral", action="store_true", help="use a temporary Prefect server for this call only")
@@ -115,7 +126,45 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.swebench_report:
         write_swebench_summary(args.swebench_report, suite, outcome.records)
     _print_counts(outcome, len(suite.items), ledger.display_url, as_json=args.json)
-    return 1 if outcome.failed else 0
+    if outcome.failed:
+        return 1
+    too_many = inconclusive_verdict(outcome.records, len(suite.items), args.max_inconclusive)
+    if too_many:
+        print(f"evaluate: {too_many}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def _share_arg(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        share = -1.0
+    if not 0.0 <= share <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a share from 0 to 1, got {value!r}")
+    return share
+
+
+def inconclusive_verdict(records: list[GradeRecord], submissions: int, max_share: float | None) -> str | None:
+    """Why a run's inconclusive records make it fail, or ``None``.
+
+    It fails when it has submissions and every one's record is inconclusive (nothing was graded), or when
+    the inconclusive share passes ``max_share``; the message counts them and their reason codes."""
+    inconclusive = [r for r in records if r.status == "inconclusive"]
+    if not submissions or not inconclusive:
+        return None
+    share = len(inconclusive) / submissions
+    if len(inconclusive) < submissions and (max_share is None or share <= max_share):
+        return None
+    reasons = Counter(code for r in inconclusive for code in (r.reason_codes or ["no-reason-code"]))
+    shown = ", ".join(f"{code} ×{count}" for code, count in reasons.most_common(5))
+    more = f" and {len(reasons) - 5} more" if len(reasons) > 5 else ""
+    if len(inconclusive) == submissions:
+        head = f"nothing was graded: all {submissions} submissions are inconclusive"
+    else:
+        head = f"{len(inconclusive)} of {submissions} submissions are inconclusive"
+        head += f" ({share:.0%}, over --max-inconclusive {max_share:g})"
+    return f"{head} ({shown}{more}); the environment failed, not the patches (each record says why)"
 
 
 def _print_counts(outcome: Evaluation, submissions: int, ledger: str, *, as_json: bool) -> None:
