@@ -155,7 +155,7 @@ def test_swebench_names_map_to_gradeflow_ids_or_are_refused(name: str, expected:
     assert map_test_name(name) == expected
 
 
-def test_a_row_with_an_unmappable_name_or_a_missing_commit_is_skipped(
+def test_a_row_with_only_unmappable_fail_to_pass_names_or_a_missing_commit_is_skipped(
     dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     instances, repos, commands = dataset
@@ -166,9 +166,29 @@ def test_a_row_with_an_unmappable_name_or_a_missing_commit_is_skipped(
     argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
     assert main([*argv, "--out", str(tmp_path / "tasks")]) == 1
     err = capsys.readouterr().err
-    assert "acme__calc-1 (line 1): 1 FAIL_TO_PASS names have no gradeflow id form: 'test_add'" in err
+    assert "acme__calc-1 (line 1): no FAIL_TO_PASS name has a gradeflow id form: 'test_add'" in err
     assert f"acme__calc-2 (line 2): the mirror {repos / 'acme__calc'} does not hold base_commit" in err
     assert not (tmp_path / "tasks").exists() or not any((tmp_path / "tasks").iterdir())
+
+
+def test_a_row_with_one_unmappable_name_is_imported_and_the_name_reported(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    row = json.loads(instances.read_text().splitlines()[0])
+    # As in SWE-bench's own data: its log parser cut a parametrized name at a space.
+    cut = "tests/test_calc.py::test_override_parametrized_fixture_issue_979['fixt,"
+    row["PASS_TO_PASS"] = json.dumps(["tests/test_calc.py::test_sub", cut])
+    instances.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f'acme__calc-1: PASS_TO_PASS name "{cut}" left out of scoring: a parametrized name cut short' in err
+    text = (out / "acme__calc-1" / "task.yaml").read_text()
+    spec = yaml.safe_load(text)
+    assert spec["tests"]["pass_to_pass"] == ["tests/test_calc.py::test_sub"]
+    assert "# Left out of scoring (PASS_TO_PASS):" in text and "fixt," in text.split("task_id:")[0]
 
 
 def test_bad_input_exits_2_naming_the_line(
@@ -181,3 +201,48 @@ def test_bad_input_exits_2_naming_the_line(
     instances.write_text(instances.read_text().splitlines()[0] + "\n{not json\n")
     assert main(["task", "import-swebench", str(instances), *argv]) == 2
     assert f"{instances}:2: not JSON" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_fix_that_also_edits_the_test_file_is_resolved_and_the_strict_reading_reports_the_edit(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    instances.write_text(instances.read_text().splitlines()[0] + "\n")
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    folder = out / "acme__calc-1"
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    spec["tests"]["command"] += " tests/test_calc.py"  # as SWE-bench names the test files: the command's own file
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    # The agent's way: the fix, plus a regression test of its own in the test file the task's ids name.
+    mirror = tmp_path / "agent"
+    subprocess.run(["git", "clone", "-q", str(repos / "acme__calc"), str(mirror)], check=True)
+    subprocess.run(["git", "-C", str(mirror), "apply", str(folder / "reference.diff")], check=True)
+    with (mirror / "tests" / "test_calc.py").open("a") as handle:
+        handle.write("\n\ndef test_add_agent():\n    from calc import add\n\n    assert add(2, 2) == 4\n")
+    patch = tmp_path / "agent.diff"
+    patch.write_text(_git(mirror, "diff"))
+    capsys.readouterr()
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(patch), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["passed"], result["decision"]) == (True, "merge-candidate")
+    strict = result["strict_reading"]
+    assert (strict["passed"], strict["decision"]) == (False, "rejected")
+    assert {"protected-file-modified", "test-infrastructure-modified"} <= set(strict["reason_codes"])
+    assert strict["messages"] == [
+        "protected: tests/test_calc.py is protected and was modified",
+        "tests/test_calc.py: the file is test infrastructure",
+    ]
+    constraints = next(c for c in result["components"] if c["name"] == "constraints")
+    assert constraints["details"]["reset_by_hidden_tests"] == ["tests/test_calc.py"]
+    # gradeflow's own reading, asked for in the task: the same patch is rejected for the edit.
+    spec["tests"]["hidden_edits"] = "fail"
+    (folder / "task.yaml").write_text(yaml.safe_dump(spec))
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(patch), "--json"]) == 1
+    strict_result = json.loads(capsys.readouterr().out)
+    assert "protected-file-modified" in strict_result["reason_codes"] and strict_result["strict_reading"] is None
+    # The reference alone: no edit set aside, no second reading.
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(folder / "reference.diff"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strict_reading"] is None

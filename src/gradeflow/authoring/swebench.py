@@ -6,12 +6,18 @@ or edits files, else ``test.patch`` as ``tests.hidden_patch`` (it deletes or ren
 repository is the local mirror ``REPOS/owner__name``; ``setup`` and ``tests.command`` come from the
 commands file (``{"owner/name": {"version": {"setup": ..., "test_command": ...}}}``). Imported tasks
 follow SWE-bench's pass rule: a pass-to-pass test skipped on the candidate is kept
-(``tests.skipped_pass_to_pass: kept``) and an expected failure counts as a pass (``tests.xfail: pass``).
+(``tests.skipped_pass_to_pass: kept``) and an expected failure counts as a pass (``tests.xfail: pass``); and
+its procedure: the files the test patch touches are reset to the base and the test patch laid over them
+before every run, and a candidate's edits to them are reported, not failed (``tests.hidden_edits: reset``;
+the grade's ``strict_reading`` says what gradeflow's stricter reading decides).
 
 Test names: a pytest node id is kept as it is; Django's ``test_name (module.Class)`` (also the Python
 3.11 spelling ``test_name (module.Class.test_name)``) becomes ``module.Class::test_name``, the JUnit form
 gradeflow matches (a package prefix the runner adds is tolerated). Any other name (a bare name, a
-docstring line, a parametrized id cut short) is unmappable, and its row is skipped with the reason.
+docstring line, a parametrized id cut short at a space by SWE-bench's log parser) has no id form: it is
+quarantined (left out of scoring, listed in the import report and in the task file's header with the
+reason), and the row is imported without it. A row whose every FAIL_TO_PASS name is quarantined has
+nothing to grade and is skipped.
 """
 
 from __future__ import annotations
@@ -30,11 +36,20 @@ from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split
 from gradeflow.errors import SpecError
 from gradeflow.spec import json_object, load_yaml
 
-__all__ = ["SWEBENCH_PASS_RULE", "ImportReport", "SkippedRow", "import_instances", "map_test_name", "read_instances"]
+__all__ = [
+    "SWEBENCH_PASS_RULE",
+    "ImportReport",
+    "QuarantinedName",
+    "SkippedRow",
+    "import_instances",
+    "map_test_name",
+    "read_instances",
+]
 
 HIDDEN_PATCH_FILE = "test.patch"
-SWEBENCH_PASS_RULE: dict[str, str] = {"skipped_pass_to_pass": "kept", "xfail": "pass"}
-"""The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does."""
+SWEBENCH_PASS_RULE: dict[str, str] = {"skipped_pass_to_pass": "kept", "xfail": "pass", "hidden_edits": "reset"}
+"""The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does
+and resets the test patch's files as its evaluation script does."""
 _DJANGO = re.compile(r"^(\w+) \(([A-Za-z_][\w.]*)\)$")
 _REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")
 
@@ -47,11 +62,22 @@ class SkippedRow(BaseModel):
     reason: str
 
 
+class QuarantinedName(BaseModel):
+    """A test name of an imported row that has no gradeflow id form: reported, left out of scoring."""
+
+    instance_id: str
+    key: str
+    """``FAIL_TO_PASS`` or ``PASS_TO_PASS``."""
+    name: str
+    reason: str
+
+
 class ImportReport(BaseModel):
-    """Every row's fate: a task spec written, or skipped with its reason."""
+    """Every row's fate: a task spec written, or skipped with its reason; and the names left out."""
 
     written: list[Path] = Field(default_factory=list)
     skipped: list[SkippedRow] = Field(default_factory=list)
+    quarantined: list[QuarantinedName] = Field(default_factory=list)
 
 
 class _Skip(Exception):
@@ -99,11 +125,27 @@ def _test_list(row: dict[str, Any], key: str) -> list[str]:
             raise _Skip(f"{key} is neither a list nor a JSON-encoded list") from None
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise _Skip(f"{key} is not a list of test names")
-    unmappable = [t for t in value if map_test_name(t) is None]
-    if unmappable:
-        shown = "; ".join(repr(t) for t in unmappable[:3]) + (" ..." if len(unmappable) > 3 else "")
-        raise _Skip(f"{len(unmappable)} {key} names have no gradeflow id form: {shown}")
-    return [t for t in (map_test_name(t) for t in value) if t is not None]
+    return value
+
+
+def _why_unmappable(name: str) -> str:
+    if "[" in name and not name.endswith("]"):
+        return "a parametrized name cut short (SWE-bench's log parser stops a name at a space)"
+    return "neither a node id (path::name) nor Django's 'test (module.Class)'"
+
+
+def _mapped(row: dict[str, Any], key: str, quarantined: list[QuarantinedName]) -> list[str]:
+    """The row's ``key`` names as gradeflow ids; the names with no id form are added to ``quarantined``."""
+    ids = []
+    for name in _test_list(row, key):
+        test_id = map_test_name(name)
+        if test_id is None:
+            quarantined.append(
+                QuarantinedName(instance_id=str(row["instance_id"]), key=key, name=name, reason=_why_unmappable(name))
+            )
+        else:
+            ids.append(test_id)
+    return list(dict.fromkeys(ids))
 
 
 def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]]) -> tuple[str | None, str]:
@@ -142,7 +184,13 @@ def _write_hidden(mirror: Path, base: str, row: dict[str, Any], folder: Path) ->
     return {"hidden_patch": HIDDEN_PATCH_FILE}
 
 
-def _convert(row: dict[str, Any], repos: Path, commands: dict[str, dict[str, dict[str, Any]]], out: Path) -> Path:
+def _convert(
+    row: dict[str, Any],
+    repos: Path,
+    commands: dict[str, dict[str, dict[str, Any]]],
+    out: Path,
+    quarantined: list[QuarantinedName],
+) -> Path:
     missing = [key for key in _REQUIRED if key not in row]
     if missing:
         raise _Skip(f"missing {', '.join(missing)}")
@@ -150,7 +198,11 @@ def _convert(row: dict[str, Any], repos: Path, commands: dict[str, dict[str, dic
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", instance):
         raise _Skip("instance_id is not a task id (letters, digits, . _ -)")
     setup, command = _commands(row, commands)
-    fail_to_pass, pass_to_pass = _test_list(row, "FAIL_TO_PASS"), _test_list(row, "PASS_TO_PASS")
+    left_out: list[QuarantinedName] = []
+    fail_to_pass, pass_to_pass = _mapped(row, "FAIL_TO_PASS", left_out), _mapped(row, "PASS_TO_PASS", left_out)
+    if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
+        shown = "; ".join(repr(q.name) for q in left_out[:3]) + (" ..." if len(left_out) > 3 else "")
+        raise _Skip(f"no FAIL_TO_PASS name has a gradeflow id form: {shown}")
     mirror, base = _mirror(row, repos)
     folder = out / instance
     shutil.rmtree(folder, ignore_errors=True)
@@ -172,7 +224,11 @@ def _convert(row: dict[str, Any], repos: Path, commands: dict[str, dict[str, dic
         "issue": row.get("problem_statement") or None,
     }
     header = f"Imported from SWE-bench instance {instance} (version {row['version']}, environment_setup_commit "
-    write_spec(folder / "task.yaml", spec, header + f"{row.get('environment_setup_commit') or 'none'}).")
+    header += f"{row.get('environment_setup_commit') or 'none'})."
+    for name in left_out:
+        header += f"\nLeft out of scoring ({name.key}): {json.dumps(name.name)}: {name.reason}."
+    write_spec(folder / "task.yaml", spec, header)
+    quarantined.extend(left_out)
     return folder / "task.yaml"
 
 
@@ -189,7 +245,7 @@ def import_instances(instances: Path, repos: Path, commands_file: Path, out: Pat
     report = ImportReport()
     for number, row in rows:
         try:
-            report.written.append(_convert(row, repos, commands, out))
+            report.written.append(_convert(row, repos, commands, out, report.quarantined))
         except _Skip as exc:
             instance = str(row.get("instance_id", f"line {number}"))
             report.skipped.append(SkippedRow(instance_id=instance, line=number, reason=str(exc)))

@@ -4,12 +4,14 @@ Progress goes to stderr. ``task new`` exits 0 when the task spec was written and
 was written and is invalid (the problems listed), 2 for bad input (named before any flow runs).
 ``task import-swebench`` exits 0 when every row was converted, 1 when any was skipped (each listed
 with its reason) or, with ``--validate``, any written task is not valid against its reference (a table
-of every task's verdict is printed), 2 for bad input (an unreadable file, a line that is not JSON).
+of every task's verdict is printed), 2 for bad input (an unreadable file, a line that is not JSON). A test
+name left out of scoring (it has no id form) is listed on stderr and does not change the exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -113,6 +115,12 @@ def _import_swebench(args: argparse.Namespace) -> int:
         print(path)
     for row in report.skipped:
         print(f"gradeflow: skipped {row.instance_id} (line {row.line}): {row.reason}", file=sys.stderr)
+    for name in report.quarantined:
+        shown = for_terminal(json.dumps(name.name))
+        print(
+            f"gradeflow: {name.instance_id}: {name.key} name {shown} left out of scoring: {name.reason}",
+            file=sys.stderr,
+        )
     _progress(f"{len(report.written)} task specs written, {len(report.skipped)} rows skipped")
     valid = _validate_imported(report.written, args) if args.validate else True
     return 1 if report.skipped or not valid else 0

@@ -3,7 +3,9 @@
 Each declared rule is one check: protected files (always on), ``allowed_files``, ``max_files_changed``,
 ``max_lines_changed``, each forbidden pattern and each required pattern. With ``allow_new_tests``, a
 test file the patch adds (``tests.test_files``) is exempt from ``protected`` and ``allowed_files``.
-score = 1 − violations / checks; passed needs zero violations.
+score = 1 − violations / checks; passed needs zero violations. Under ``tests.hidden_edits: reset``
+(SWE-bench's procedure), a protected file the hidden tests replace is reset before every run, so an edit to
+it is reported in ``details["reset_by_hidden_tests"]`` and ``details["strict_reason_codes"]``, not failed.
 
 The patterns are matched by the constraints task (:class:`~gradeflow.models.evidence.PatternEvidence`); this
 grader scores the matches. A forbidden pattern that matched an added line is ``forbidden-pattern``, a
@@ -38,6 +40,8 @@ class _Check:
     rule: str
     violations: list[str] = field(default_factory=list)
     reason: str = ""
+    paths: list[str] = field(default_factory=list)
+    """The file each violation is about, where each is about one (``protected``)."""
 
 
 class ConstraintGrader(Grader):
@@ -46,12 +50,18 @@ class ConstraintGrader(Grader):
     name = "constraints"
     role = "gate"
 
-    def __init__(self, patterns: PatternEvidence | None = None) -> None:
+    def __init__(self, patterns: PatternEvidence | None = None, replaced: frozenset[str] = frozenset()) -> None:
         self.patterns = patterns
         """What the constraints task matched; ``None`` fails every declared pattern (no evidence)."""
+        self.replaced = replaced
+        """Repository paths the hidden tests replace (used under ``tests.hidden_edits: reset``)."""
 
     def grade(self, context: GradingContext) -> GradeComponent:
+        reset = self.replaced if context.task.tests.hidden_edits == "reset" else frozenset()
         checks = [check(context) for check in self._rules(context.task)]
+        protected = checks[0]
+        set_aside = [(p, v) for p, v in zip(protected.paths, protected.violations, strict=True) if p in reset]
+        protected.violations = [v for p, v in zip(protected.paths, protected.violations, strict=True) if p not in reset]
         failed = [c for c in checks if c.violations]
         score = 1.0 - len(failed) / len(checks)
         details: dict[str, object] = {
@@ -59,11 +69,19 @@ class ConstraintGrader(Grader):
         }
         if self.patterns is not None:
             details["patterns"] = [_summary(m) for m in self.patterns.matches]
+        messages = [f"{c.rule}: {v}" for c in failed for v in c.violations]
+        if set_aside:
+            details["reset_by_hidden_tests"] = [p for p, _ in set_aside]
+            details["strict_reason_codes"] = ["protected-file-modified"]
+            details["strict_messages"] = [f"protected: {v}" for _, v in set_aside]
+            messages += [
+                f"protected: {v}; reset to the base under the hidden tests, not a failure" for _, v in set_aside
+            ]
         return self.component(
             score,
             not failed,
             details=details,
-            messages=[f"{c.rule}: {v}" for c in failed for v in c.violations],
+            messages=messages,
             reason_codes=sorted({c.reason for c in failed}),
         )
 
@@ -104,7 +122,8 @@ def _scoped(ctx: GradingContext) -> list[ChangedFile]:
 def _protected(ctx: GradingContext) -> _Check:
     globs = protected_globs(ctx.task)
     hits = sorted({p for c in _scoped(ctx) for p in _touched(c) if matches_any(p, globs)})
-    return _Check("protected", [f"{p} is protected and was {_status(ctx, p)}" for p in hits], "protected-file-modified")
+    violations = [f"{p} is protected and was {_status(ctx, p)}" for p in hits]
+    return _Check("protected", violations, "protected-file-modified", paths=hits)
 
 
 def _status(ctx: GradingContext, path: str) -> str:

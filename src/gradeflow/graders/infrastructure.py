@@ -10,7 +10,9 @@ edit to them is also a failed gate, reason ``test-infrastructure-modified``, one
 | none                            | 1     | yes    |
 | one or more                     | 0     | no     |
 
-Files a task lists in ``tests.infrastructure_editable`` are never edits.
+Files a task lists in ``tests.infrastructure_editable`` are never edits. Under ``tests.hidden_edits: reset``
+(SWE-bench's procedure) an edit to a file the hidden tests replace is reset before every run, reported in
+``details["reset_by_hidden_tests"]`` and ``details["strict_reason_codes"]``, and not failed.
 """
 
 from __future__ import annotations
@@ -28,20 +30,35 @@ class InfrastructureGrader(Grader):
     name = "test_infrastructure"
     role = "gate"
 
-    def __init__(self, edits: list[InfrastructureEdit]) -> None:
+    def __init__(self, edits: list[InfrastructureEdit], replaced: frozenset[str] = frozenset()) -> None:
         self.edits = edits
+        self.replaced = replaced
+        """Repository paths the hidden tests replace (used under ``tests.hidden_edits: reset``)."""
 
     def grade(self, context: GradingContext) -> GradeComponent:
-        del context
+        reset = self.replaced if context.task.tests.hidden_edits == "reset" else frozenset()
+        edits = [e for e in self.edits if e.path not in reset]
+        set_aside = [e for e in self.edits if e.path in reset]
         messages = [
             f"{e.path}: {'the file' if e.what == 'file' else e.what} is test infrastructure "
             "(reset to the base for every run)"
-            for e in self.edits
+            for e in edits
         ]
+        details: dict[str, object] = {"edits": [e.model_dump() for e in edits]}
+        if set_aside:
+            details["reset_by_hidden_tests"] = sorted({e.path for e in set_aside})
+            details["strict_reason_codes"] = ["test-infrastructure-modified"]
+            details["strict_messages"] = [
+                f"{e.path}: {'the file' if e.what == 'file' else e.what} is test infrastructure" for e in set_aside
+            ]
+            messages += [
+                f"{e.path}: test infrastructure the hidden tests replace; reset to the base under them, not a failure"
+                for e in set_aside
+            ]
         return self.component(
-            0.0 if self.edits else 1.0,
-            not self.edits,
-            details={"edits": [e.model_dump() for e in self.edits]},
+            0.0 if edits else 1.0,
+            not edits,
+            details=details,
             messages=messages,
-            reason_codes=["test-infrastructure-modified"] if self.edits else [],
+            reason_codes=["test-infrastructure-modified"] if edits else [],
         )

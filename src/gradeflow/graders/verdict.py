@@ -13,6 +13,7 @@ from typing import Any
 from gradeflow.config import gradeflow_version
 from gradeflow.graders.composite import Combined, CompositeGrader
 from gradeflow.models import ChangedFile, Decision, EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
+from gradeflow.models.result import StrictReading
 from gradeflow.profiles import Bands, Profile
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "graded_result",
     "inconclusive_result",
     "refused_result",
+    "strict_reading",
 ]
 
 
@@ -79,7 +81,23 @@ def graded_result(
             dimensions=combined.dimensions,
         )
     verdict = _verdict(combined, profile, empty=not changes)
-    return _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
+    result = _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
+    return result.model_copy(update={"strict_reading": strict_reading(result)})
+
+
+def strict_reading(result: GradeResult) -> StrictReading | None:
+    """gradeflow's stricter verdict beside a grade that set edits to the hidden tests' files aside
+    (``tests.hidden_edits: reset``): those edits fail the gates they are about. ``None`` when none were set aside.
+    """
+    extra = [code for c in result.components for code in c.details.get("strict_reason_codes", ())]
+    if not extra:
+        return None
+    return StrictReading(
+        passed=False,
+        decision="rejected",
+        reason_codes=list(dict.fromkeys([*result.reason_codes, *extra])),
+        messages=[m for c in result.components for m in c.details.get("strict_messages", ())],
+    )
 
 
 def _unscorable(combined: Combined, profile: Profile) -> tuple[str, str] | None:

@@ -14,7 +14,7 @@ from pydantic import (
 
 from gradeflow.models.spec import Decision, Role, Status
 
-__all__ = ["ChangedFile", "EnvironmentFingerprint", "GradeComponent", "GradeResult", "readable"]
+__all__ = ["ChangedFile", "EnvironmentFingerprint", "GradeComponent", "GradeResult", "StrictReading", "readable"]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -122,6 +122,19 @@ class GradeComponent(BaseModel):
         return f"{self.name}={self.score:.2f}{mark}{gate}"
 
 
+class StrictReading(BaseModel):
+    """gradeflow's stricter verdict beside a grade that followed SWE-bench's procedure (``tests.hidden_edits:
+    reset``), given only when the two differ: the patch's edits to the files the hidden tests replace counted
+    as the failed gates they are under ``fail``."""
+
+    passed: bool
+    decision: Decision
+    reason_codes: list[str] = Field(default_factory=list)
+    """The grade's reason codes plus the ones the edits would add."""
+    messages: list[str] = Field(default_factory=list)
+    """One line per edit: which file, and which check would fail it."""
+
+
 class GradeResult(BaseModel):
     """The whole verdict on one submission."""
 
@@ -149,6 +162,9 @@ class GradeResult(BaseModel):
     gradeflow_version: str = ""
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each step."""
+    strict_reading: StrictReading | None = None
+    """Where the task follows SWE-bench's procedure and the patch edited the files its hidden tests replace:
+    the verdict gradeflow's stricter reading gives (see :class:`StrictReading`); ``None`` otherwise."""
 
     @model_validator(mode="before")
     @classmethod

@@ -126,6 +126,12 @@ class TestsSpec(_Spec):
     """A patch file applied wherever ``hidden`` is copied in (the base and acceptance runs), after it: for
     hidden tests that delete or rename files (a SWE-bench test patch). Each file it touches is reset to the
     base first; relative to the task file."""
+    hidden_edits: Literal["fail", "reset"] = "fail"
+    """What a patch's edits to the files the hidden tests replace (``hidden``'s files and the files
+    ``hidden_patch`` touches) count for. ``fail``: they are edits to protected tests and test infrastructure,
+    failed gates as anywhere else. ``reset``: SWE-bench's procedure, which imported tasks follow: such a file
+    is reset to the base and the hidden tests laid over it before every run (as always), and the edit is
+    reported, not failed; the result's ``strict_reading`` says what the ``fail`` reading would decide."""
     partial_credit: bool = True
     """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""
     require_all_pass_to_pass: bool = False

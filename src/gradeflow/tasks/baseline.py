@@ -61,6 +61,7 @@ __all__ = [
     "open_sandbox",
     "pack_tests",
     "prepare_baseline",
+    "replaced_by_hidden",
     "state_digests",
     "task_environment",
     "task_sandbox",
@@ -377,6 +378,21 @@ def inject_hidden(task_spec: TaskSpec, tree: Path, backup: Path) -> Prior:
     if patch:
         _apply_hidden_patch(tree, patch, touched)
     return prior
+
+
+def replaced_by_hidden(task_spec: TaskSpec) -> frozenset[str]:
+    """The repository paths the hidden tests replace in every run: ``tests.hidden``'s files and the files
+    ``tests.hidden_patch`` touches (empty without hidden tests, or when they cannot be read: the run says so)."""
+    found: set[str] = set()
+    try:
+        if task_spec.tests.hidden:
+            found.update(list_files(Path(task_spec.tests.hidden), ["**"]))
+        if task_spec.tests.hidden_patch:
+            patch = Path(task_spec.tests.hidden_patch).read_bytes().decode("utf-8", errors="surrogateescape")
+            found.update(_patched_paths(patch))
+    except (OSError, SubmissionError):
+        return frozenset()
+    return frozenset(found)
 
 
 def _patched_paths(patch: str) -> list[str]:

@@ -35,6 +35,7 @@ from gradeflow.graders.constraints import ConstraintGrader
 from gradeflow.models import ConstraintsSpec, GradeComponent, RequiredPattern, TaskSpec
 from gradeflow.models.evidence import PatternEngine, PatternEvidence, PatternHit, PatternMatches
 from gradeflow.tasks._diff import AddedLines, added_by_path
+from gradeflow.tasks.baseline import replaced_by_hidden
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["PATTERN_TIMEOUT", "check_constraints", "match_patterns", "pattern_engine"]
@@ -63,7 +64,8 @@ def check_constraints(task_spec: TaskSpec, snapshot: Snapshot) -> GradeComponent
     """Match the patterns on the snapshot, then grade the constraints gate on the changes and the matches."""
     view = snapshot.view()
     evidence = match_patterns(task_spec.constraints, added_by_path(snapshot.patch.encode()), view.read)
-    return ConstraintGrader(evidence).grade(GradingContext(task=task_spec, workspace=view))
+    grader = ConstraintGrader(evidence, replaced_by_hidden(task_spec))
+    return grader.grade(GradingContext(task=task_spec, workspace=view))
 
 
 def match_patterns(
