@@ -11,6 +11,7 @@ import yaml
 
 from gradeflow.authoring.swebench import map_test_name
 from gradeflow.cli import main
+from gradeflow.spec import load_task
 
 COMMAND = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
 UNITS = """import unittest
@@ -246,3 +247,38 @@ def test_a_fix_that_also_edits_the_test_file_is_resolved_and_the_strict_reading_
     # The reference alone: no edit set aside, no second reading.
     assert main(["grade", str(folder / "task.yaml"), "--patch", str(folder / "reference.diff"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["strict_reading"] is None
+
+
+def test_swebench_repositories_need_no_commands_file(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, _ = dataset
+    rows = [json.loads(line) for line in instances.read_text().splitlines()][:2]
+    for name in ("pylint-dev__pylint", "django__django"):
+        subprocess.run(["git", "clone", "-q", "--mirror", str(repos / "acme__calc"), str(repos / name)], check=True)
+    rows[0] |= {"repo": "pylint-dev/pylint", "version": "2.15"}
+    rows[1] |= {"repo": "django/django", "version": "3.0"}
+    rows.append(rows[0] | {"instance_id": "acme__calc-9", "repo": "acme/calc", "version": "1.0"})
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "tasks"
+    assert main(["task", "import-swebench", str(instances), "--repos", str(repos), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "acme__calc-9 (line 3): no commands entry for acme/calc version 1.0, and gradeflow's SWE-bench table" in err
+    pylint = yaml.safe_load((out / "acme__calc-1" / "task.yaml").read_text())
+    assert (pylint["environment"]["root"], pylint["environment"]["setup_network"]) == ("debian:bullseye", True)
+    assert pylint["tests"]["command"].endswith("--junitxml={junit} -p no:cacheprovider tests/test_calc.py")
+    assert pylint["tests"]["report"] == "junit" and "pip install" in pylint["setup"]
+    django = yaml.safe_load((out / "acme__calc-2" / "task.yaml").read_text())
+    assert django["tests"]["report"] == "django-log"
+    # Django's labels from the test patch's files (the deleted one left out), as SWE-bench derives them.
+    assert (
+        django["tests"]["command"]
+        == "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 unit.test_units"
+    )
+    assert django["env"]["LC_ALL"] == "en_US.UTF-8" and django["environment"]["root"] == "debian:bullseye"
+    loaded = load_task(out / "acme__calc-2" / "task.yaml")
+    assert (loaded.tests.report, loaded.environment.setup_network, loaded.tests.hidden_edits) == (
+        "django-log",
+        True,
+        "reset",
+    )

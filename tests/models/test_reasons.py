@@ -25,6 +25,10 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 NOT_CODES = {
     "check-ignore",
     "site-packages",  # a folder name (the isolated sandbox's private environment on a root)
+    "pytest-log",  # tests.report's log formats
+    "django-log",
+    "sympy-log",
+    "utf-8-sig",  # a codec name
     "rev-parse",
     "ls-files",
     "ls-tree",

@@ -3,8 +3,11 @@
 Each row becomes ``OUT/<instance_id>/`` holding ``task.yaml``, ``reference.diff`` (the gold patch) and
 the test patch as hidden tests: the post-patch test files in ``hidden_tests/`` when the patch only adds
 or edits files, else ``test.patch`` as ``tests.hidden_patch`` (it deletes or renames files). The
-repository is the local mirror ``REPOS/owner__name``; ``setup`` and ``tests.command`` come from the
-commands file (``{"owner/name": {"version": {"setup": ..., "test_command": ...}}}``). Imported tasks
+repository is the local mirror ``REPOS/owner__name``. ``setup``, ``tests.command``, ``tests.report`` and the
+environment (root, packages, setup's network, variables) come from gradeflow's table of SWE-bench's
+repositories (:mod:`gradeflow.authoring.swebench_repos`), or, for a repository and version the optional
+commands file names (``{"owner/name": {"version": {"setup": ..., "test_command": ..., "report": ...,
+"root": ..., "packages": [...], "setup_network": true}}}``), from there. Imported tasks
 follow SWE-bench's pass rule: a pass-to-pass test skipped on the candidate is kept
 (``tests.skipped_pass_to_pass: kept``) and an expected failure counts as a pass (``tests.xfail: pass``); and
 its procedure: the files the test patch touches are reset to the base and the test patch laid over them
@@ -31,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from gradeflow.authoring import swebench_repos
 from gradeflow.authoring.new_task import HIDDEN_FOLDER, REFERENCE_FILE, write_spec
 from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split_diff
 from gradeflow.errors import SpecError
@@ -148,14 +152,49 @@ def _mapped(row: dict[str, Any], key: str, quarantined: list[QuarantinedName]) -
     return list(dict.fromkeys(ids))
 
 
-def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]]) -> tuple[str | None, str]:
-    entry = commands.get(row["repo"], {}).get(str(row["version"]))
+class _Made(BaseModel):
+    """What one row's repository and version contribute to its task spec."""
+
+    setup: str | None
+    tests: dict[str, Any]
+    environment: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]]) -> _Made:
+    """The row's setup, test command and environment: the commands file's entry when it has one, else
+    gradeflow's table of SWE-bench's repositories (:mod:`gradeflow.authoring.swebench_repos`)."""
+    repo, version = str(row["repo"]), str(row["version"])
+    entry = commands.get(repo, {}).get(version)
     if entry is None:
-        raise _Skip(f"no commands entry for {row['repo']} version {row['version']}")
-    command = entry.get("test_command")
-    if not isinstance(command, str) or "{junit}" not in command:
-        raise _Skip(f"the test_command for {row['repo']} {row['version']} writes no JUnit report (no {{junit}})")
-    return entry.get("setup"), command
+        known_entry = swebench_repos.known(repo, version)
+        if known_entry is None:
+            raise _Skip(f"no commands entry for {repo} version {version}, and gradeflow's SWE-bench table has none")
+        try:
+            command = swebench_repos.command_for(known_entry, row["test_patch"])
+        except SpecError as exc:
+            raise _Skip(str(exc)) from None
+        environment: dict[str, Any] = {"root": known_entry.root, "setup_network": True}
+        if known_entry.packages:
+            environment["packages"] = list(known_entry.packages)
+        notes = [f"Python: {known_entry.python_note}"] if known_entry.python_note else []
+        return _Made(
+            setup=known_entry.setup,
+            tests={"report": known_entry.report, "command": command},
+            environment=environment,
+            env=dict(known_entry.env),
+            notes=notes + list(known_entry.notes),
+        )
+    given = entry.get("test_command")
+    report = entry.get("report", "junit")
+    if not isinstance(given, str) or (report == "junit" and "{junit}" not in given):
+        raise _Skip(
+            f"the test_command for {repo} {version} writes no JUnit report (no {{junit}}) and names no report format"
+        )
+    tests = {"command": given} if report == "junit" else {"report": report, "command": given}
+    environment = {key: entry[key] for key in ("root", "packages", "setup_network") if key in entry}
+    return _Made(setup=entry.get("setup"), tests=tests, environment=environment)
 
 
 def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
@@ -197,7 +236,7 @@ def _convert(
     instance = str(row["instance_id"])
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", instance):
         raise _Skip("instance_id is not a task id (letters, digits, . _ -)")
-    setup, command = _commands(row, commands)
+    made = _commands(row, commands)
     left_out: list[QuarantinedName] = []
     fail_to_pass, pass_to_pass = _mapped(row, "FAIL_TO_PASS", left_out), _mapped(row, "PASS_TO_PASS", left_out)
     if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
@@ -213,18 +252,22 @@ def _convert(
         shutil.rmtree(folder, ignore_errors=True)
         raise
     (folder / REFERENCE_FILE).write_text(row["patch"], encoding="utf-8", errors="surrogateescape")
-    tests = {"command": command, "fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass, **hidden}
+    tests = {**made.tests, "fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass, **hidden}
     spec = {
         "task_id": instance,
         "type": "bugfix",
         "repo": os.path.relpath(mirror.resolve(), folder.resolve()),
         "base_revision": base,
-        "setup": setup,
+        "setup": made.setup,
         "tests": tests | SWEBENCH_PASS_RULE,
+        "environment": made.environment or None,
+        "env": made.env or None,
         "issue": row.get("problem_statement") or None,
     }
     header = f"Imported from SWE-bench instance {instance} (version {row['version']}, environment_setup_commit "
     header += f"{row.get('environment_setup_commit') or 'none'})."
+    for note in made.notes:
+        header += f"\nNote: {' '.join(note.split())}"
     for name in left_out:
         header += f"\nLeft out of scoring ({name.key}): {json.dumps(name.name)}: {name.reason}."
     write_spec(folder / "task.yaml", spec, header)
@@ -232,14 +275,14 @@ def _convert(
     return folder / "task.yaml"
 
 
-def import_instances(instances: Path, repos: Path, commands_file: Path, out: Path) -> ImportReport:
+def import_instances(instances: Path, repos: Path, commands_file: Path | None, out: Path) -> ImportReport:
     """Convert every row; rows that cannot be converted are reported, never half written.
 
     ``SpecError`` (nothing converted) for an unreadable instances or commands file, a line that is not
     JSON, or a ``repos`` that is not a folder.
     """
     rows = read_instances(instances)
-    commands = _load_commands(commands_file)
+    commands = _load_commands(commands_file) if commands_file is not None else {}
     if not repos.is_dir():
         raise SpecError(f"--repos: {repos} is not a folder")
     report = ImportReport()

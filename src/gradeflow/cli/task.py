@@ -58,7 +58,11 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     swebench = actions.add_parser("import-swebench", help="convert SWE-bench dataset rows into task specs")
     swebench.add_argument("instances", help="a JSON lines file of SWE-bench instances")
     swebench.add_argument("--repos", required=True, help="a folder of git mirrors named owner__name")
-    swebench.add_argument("--commands", required=True, help="YAML: owner/name → version → setup, test_command")
+    swebench.add_argument(
+        "--commands",
+        help="YAML: owner/name → version → setup, test_command (optional: SWE-bench's repositories are known; "
+        "an entry here overrides the table)",
+    )
     swebench.add_argument("--out", required=True, help="the folder to write <instance_id>/task.yaml into")
     swebench.add_argument(
         "--validate", action="store_true", help="validate each written task with its reference and print a table"
@@ -110,7 +114,8 @@ def _new(args: argparse.Namespace) -> int:
 def _import_swebench(args: argparse.Namespace) -> int:
     from gradeflow.authoring.swebench import import_instances
 
-    report = import_instances(Path(args.instances), Path(args.repos), Path(args.commands), Path(args.out))
+    commands = Path(args.commands) if args.commands else None
+    report = import_instances(Path(args.instances), Path(args.repos), commands, Path(args.out))
     for path in report.written:
         print(path)
     for row in report.skipped:

@@ -145,6 +145,9 @@ class TestRunEvidence(BaseModel):
     oom_killed: bool = False
     disk_full: bool = False
     """The sandbox's writable space (``environment.disk``) filled up during the run."""
+    cpu_throttled: bool = False
+    """The run wanted more CPU than ``environment.cpus`` and was held back (a slow or timed-out run may owe it
+    to that); ``False`` where the sandbox does not tell (see ``CommandResult.cpu_throttled``)."""
     duration: float = 0.0
     junit_found: bool = False
     junit_error: str | None = None
@@ -165,6 +168,11 @@ class TestRunEvidence(BaseModel):
     harness could not join it), or with one but without the grader's channel (nothing served, nothing signed)."""
     varied: VariedRunEvidence | None = None
     """The varied re-run of the passed tests (acceptance runs only); ``None`` when none ran."""
+    report: str = "junit"
+    """Where the outcomes were read: ``junit``, or the log format of ``tests.report``."""
+    confirmed_by: str | None = None
+    """For outcomes read from a log: what confirmed them (``harness``: gradeflow's pytest harness;
+    ``recorder``: its unittest recorder); ``None`` when nothing could (the tests component says so)."""
 
 
 UnitKind = Literal["function", "lambda", "class", "module"]

@@ -81,7 +81,14 @@ class CommandResult(BaseModel):
     timed_out: bool = False
     oom_killed: bool = False
     disk_full: bool = False
-    """The sandbox's writable space (``environment.disk`` in docker) filled up while the command ran."""
+    """The sandbox's writable space (``environment.disk``) filled up while the command ran."""
+    cpu_throttled: bool = False
+    """The command wanted more CPU than ``environment.cpus`` and was held back: a cpu cgroup's quota throttled it
+    at least once, or, where there is none, its CPU-time budget ended it (the isolated sandbox; always ``False``
+    where the sandbox does not tell)."""
+    cpu_seconds: float | None = None
+    """CPU seconds all the command's processes used together, from its cgroup's accounting; ``None`` where
+    the sandbox does not measure it."""
     stdout_bytes: int | None = None
     """How many bytes the command wrote to stdout in all, captured or not (``None``: not counted)."""
 

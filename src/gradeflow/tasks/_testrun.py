@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from pathlib import Path
 
@@ -19,16 +20,23 @@ from gradeflow.integrity.harness import (
     run_places,
     summarize,
 )
+from gradeflow.integrity.recorder import Recorder, read_recorded
 from gradeflow.logs import scrub
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
+from gradeflow.tasks._logformats import MAX_LOG_BYTES, MAX_LOG_CASES, parse_log
 from gradeflow.text import for_terminal
 
 __all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
 
 JUNIT_NAME = "junit.xml"
+LOG_NAME = "test-output.log"
+NOT_PYTEST = frozenset({"django-log", "sympy-log"})
+"""Report formats of runners that are not pytest: the pytest harness is not started for them."""
+RECORDED = frozenset({"django-log"})
+"""Report formats whose runner is unittest's: gradeflow's recorder confirms their outcomes."""
 
 
 def test_ids(task: TaskSpec) -> list[str]:
@@ -68,7 +76,7 @@ def start_harness(
     varied run (see :mod:`gradeflow.tasks.varied`). ``reach`` (file → lines) has the plugin record which of those
     lines each test runs (see :mod:`gradeflow.tasks._reach`).
     """
-    if base is not None and base.harness is None:
+    if (base is not None and base.harness is None) or task.tests.report in NOT_PYTEST:
         return None
     harness = Harness.fresh(task, tree, select)
     harness.write_canaries(tree)
@@ -93,24 +101,40 @@ def run_test_command(
     run is checked against the harness record and, for a candidate run, against the ``base`` run.
     """
     command = (command or task.tests.command).replace("{junit}", sandbox.output_path(JUNIT_NAME))
+    logged = task.tests.report != "junit"
+    if logged:
+        # The log is the command's whole output, in a file (captured output keeps only its head and tail).
+        command = f"{{ {command}\n}} > {shlex.quote(sandbox.output_path(LOG_NAME))} 2>&1"
     # A varied run pins no seed: Python draws one of its own, as for a developer (who never sets the variable).
     env = task.run_env(pinned_seed=harness is None or harness.varied is None)
     against = base.harness if base is not None else None
+    recorder = Recorder.fresh() if task.tests.report in RECORDED else None
     if harness is not None:
         env = _with_harness(env, harness.install(sandbox, against))
+    elif recorder is not None:
+        folder = sandbox.install_harness(recorder.files(sandbox.output_path(recorder.log_name)))
+        env = _with_harness(env, {"PYTHONPATH": folder})
     started = time.time()
     stdin = harness.channel(sandbox.workspace) if harness is not None else None
+    if recorder is not None:
+        stdin = recorder.channel()
     result = sandbox.run(command, env=env, timeout=task.tests.timeout, stdin=stdin)
     evidence = TestRunEvidence(
         exit_code=result.exit_code,
         timed_out=result.timed_out,
         oom_killed=result.oom_killed,
         disk_full=result.disk_full,
+        cpu_throttled=result.cpu_throttled,
         duration=result.duration,
         output_tail=(result.stdout + result.stderr)[-2000:],
+        report=task.tests.report,
     )
     if result.timed_out or result.oom_killed or result.disk_full:
         return evidence
+    if logged:
+        if base is not None and base.confirmed_by != "recorder":
+            recorder = None  # the base's outcomes were not confirmed: nothing to hold a candidate's to
+        return _from_log(task, sandbox, evidence, started, (harness, against, recorder), candidate=base is not None)
     try:
         report = sandbox.read_output(JUNIT_NAME, MAX_JUNIT_BYTES)
     except OutputTooLarge as exc:
@@ -132,6 +156,74 @@ def run_test_command(
     return evidence.model_copy(update={"outcomes": outcomes_for(test_ids(task), evidence.cases)})
 
 
+def _from_log(
+    task: TaskSpec,
+    sandbox: Sandbox,
+    evidence: TestRunEvidence,
+    started: float,
+    recorders: tuple[Harness | None, HarnessSummary | None, Recorder | None],
+    *,
+    candidate: bool,
+) -> TestRunEvidence:
+    """The outcomes of a run whose command prints them (``tests.report``), confirmed where gradeflow recorded
+    them itself: by the pytest harness (``pytest-log``) or the unittest recorder (``django-log``)."""
+    harness, against, recorder = recorders
+    try:
+        found = sandbox.read_output(LOG_NAME, MAX_LOG_BYTES)
+    except OutputTooLarge as exc:
+        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
+    except (ValueError, OSError) as exc:
+        return evidence.model_copy(update={"junit_error": str(exc)})
+    data, mtime = found if found is not None else (b"", started)
+    tail = data[-4000:].decode("utf-8", "replace")[-2000:]
+    evidence = evidence.model_copy(update={"output_tail": tail})
+    try:
+        cases = parse_log(task.tests.report, data)
+    except JUnitTooLarge as exc:
+        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
+    except JUnitError as exc:
+        return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
+    if not cases:
+        why = f"the output holds no test outcome in the {task.tests.report} format"
+        return evidence.model_copy(update={"junit_error": why})
+    evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
+    if harness is not None:
+        checked = _harness_check(task, sandbox, harness, evidence, None, against)
+        confirmed = "harness" if checked.harness is not None else None
+        return checked.model_copy(update={"confirmed_by": confirmed})
+    outcomes = outcomes_for(test_ids(task), cases)
+    evidence = evidence.model_copy(update={"outcomes": outcomes})
+    if recorder is None:
+        return evidence
+    return _recorder_check(task, sandbox, recorder, evidence, required=candidate)
+
+
+def _recorder_check(
+    task: TaskSpec, sandbox: Sandbox, recorder: Recorder, evidence: TestRunEvidence, *, required: bool
+) -> TestRunEvidence:
+    """A log's outcomes against the unittest recorder's: a test the log says passed that the recorder did not
+    see pass is a forged report. On the base run, a recorder that saw nothing leaves the task's outcomes
+    unconfirmed (the runner is not unittest's, or its interpreter did not start through the sandbox's
+    environment), and candidate runs are then not checked; once the base's were confirmed (``required``),
+    a candidate run the recorder saw nothing of is checked like any other: its passes are unconfirmed."""
+    try:
+        found = sandbox.read_output(recorder.log_name, MAX_LOG_BYTES)
+    except (OutputTooLarge, ValueError, OSError) as exc:
+        return evidence.model_copy(update={"junit_tampered": True, "junit_error": f"gradeflow's recorder file: {exc}"})
+    recorded = read_recorded(found[0] if found else b"", recorder.key, MAX_LOG_CASES)
+    if recorded.problems:
+        return evidence.model_copy(update={"junit_tampered": True, "junit_error": "; ".join(recorded.problems)})
+    if not recorded.cases and not required:
+        return evidence
+    seen = outcomes_for(test_ids(task), recorded.cases)
+    forged = [t for t, o in evidence.outcomes.items() if o == "passed" and seen.get(t) != "passed"]
+    update: dict[str, object] = {"confirmed_by": "recorder"}
+    if forged and not evidence.junit_tampered:
+        shown = ", ".join(forged[:3]) + (" …" if len(forged) > 3 else "")
+        update |= {"junit_tampered": True, "junit_error": f"the log says passed but the test did not pass: {shown}"}
+    return evidence.model_copy(update=update)
+
+
 def _with_harness(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """The task's variables plus the harness's; the task's own ``PYTHONPATH``/``PYTEST_ADDOPTS`` are kept.
 
@@ -151,7 +243,7 @@ def _harness_check(
     sandbox: Sandbox,
     harness: Harness,
     evidence: TestRunEvidence,
-    junit: bytes,
+    junit: bytes | None,
     against: HarnessSummary | None,
 ) -> TestRunEvidence:
     """Canaries out of the cases, the outcomes read once from what is left; the base's summary recorded,
@@ -163,7 +255,7 @@ def _harness_check(
     update: dict[str, object] = {"cases": cases, "outcomes": outcomes}
     if against is None:
         if record is None:
-            update["harness_not_joined"] = pytest_ran_without_harness(junit)
+            update["harness_not_joined"] = pytest_ran_without_harness(junit or b"")
             return evidence.model_copy(update=update)
         summary = summarize(record, harness, evidence.cases, run_places(sandbox), evidence.exit_code)
         update["harness"] = summary

@@ -75,9 +75,25 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     )
     if baseline.tests.harness_not_joined:
         component.messages.append(baseline.tests.harness_not_joined)
+    if evidence.report != "junit":
+        component.details["report"] = {"format": evidence.report, "confirmed_by": evidence.confirmed_by}
+        component.messages.append(_log_note(evidence))
     if sealed:
         component.messages.append(f"reset to the base before the run: {', '.join(sorted(sealed))}")
     return TestsOutcome(component=component, evidence=evidence, restored=sorted(sealed))
+
+
+def _log_note(evidence: TestRunEvidence) -> str:
+    """What a grade whose outcomes come from a log can and cannot vouch for."""
+    read = f"outcomes read from the command's output ({evidence.report})"
+    if evidence.confirmed_by == "harness":
+        return f"{read}, each confirmed by gradeflow's pytest harness"
+    skipped = (
+        "the pytest harness's checks (canaries, varied run, audit of the test calls) need pytest and did not apply"
+    )
+    if evidence.confirmed_by == "recorder":
+        return f"{read}, each confirmed by gradeflow's unittest recorder; {skipped}"
+    return f"{read}, with nothing gradeflow records itself to confirm them (a forged line would pass); {skipped}"
 
 
 def candidate_test_run(
