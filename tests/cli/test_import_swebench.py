@@ -282,3 +282,9 @@ def test_swebench_repositories_need_no_commands_file(
         True,
         "reset",
     )
+
+
+def test_a_bare_name_is_an_id_where_the_log_names_tests_by_function_only() -> None:
+    assert map_test_name("test_issue_1234", "sympy-log") == "test_issue_1234"
+    assert map_test_name("test_issue_1234") is None  # a JUnit report names the file: a bare name has no match
+    assert map_test_name("Regression test for #1", "sympy-log") is None

@@ -55,6 +55,7 @@ SWEBENCH_PASS_RULE: dict[str, str] = {"skipped_pass_to_pass": "kept", "xfail": "
 """The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does
 and resets the test patch's files as its evaluation script does."""
 _DJANGO = re.compile(r"^(\w+) \(([A-Za-z_][\w.]*)\)$")
+_BARE = re.compile(r"[A-Za-z_]\w*")
 _REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")
 
 
@@ -88,8 +89,13 @@ class _Skip(Exception):
     """The row cannot be converted; ``str()`` says why."""
 
 
-def map_test_name(name: str) -> str | None:
-    """The gradeflow test id of a SWE-bench test name, or ``None`` when it has no mappable form."""
+def map_test_name(name: str, report: str = "junit") -> str | None:
+    """The gradeflow test id of a SWE-bench test name, or ``None`` when it has no mappable form.
+
+    Under ``report: sympy-log`` a bare function name (sympy's ``test_issue_1234``) is its own id: the log
+    names tests by function only, as SWE-bench's lists do."""
+    if report == "sympy-log" and _BARE.fullmatch(name):
+        return name
     django = _DJANGO.match(name)
     if django:
         test, where = django.groups()
@@ -138,11 +144,11 @@ def _why_unmappable(name: str) -> str:
     return "neither a node id (path::name) nor Django's 'test (module.Class)'"
 
 
-def _mapped(row: dict[str, Any], key: str, quarantined: list[QuarantinedName]) -> list[str]:
+def _mapped(row: dict[str, Any], key: str, report: str, quarantined: list[QuarantinedName]) -> list[str]:
     """The row's ``key`` names as gradeflow ids; the names with no id form are added to ``quarantined``."""
     ids = []
     for name in _test_list(row, key):
-        test_id = map_test_name(name)
+        test_id = map_test_name(name, report)
         if test_id is None:
             quarantined.append(
                 QuarantinedName(instance_id=str(row["instance_id"]), key=key, name=name, reason=_why_unmappable(name))
@@ -238,7 +244,9 @@ def _convert(
         raise _Skip("instance_id is not a task id (letters, digits, . _ -)")
     made = _commands(row, commands)
     left_out: list[QuarantinedName] = []
-    fail_to_pass, pass_to_pass = _mapped(row, "FAIL_TO_PASS", left_out), _mapped(row, "PASS_TO_PASS", left_out)
+    report = str(made.tests.get("report", "junit"))
+    fail_to_pass = _mapped(row, "FAIL_TO_PASS", report, left_out)
+    pass_to_pass = _mapped(row, "PASS_TO_PASS", report, left_out)
     if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
         shown = "; ".join(repr(q.name) for q in left_out[:3]) + (" ..." if len(left_out) > 3 else "")
         raise _Skip(f"no FAIL_TO_PASS name has a gradeflow id form: {shown}")
