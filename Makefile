@@ -17,8 +17,12 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) scripts/demo.py
 
+# Test files run in parallel on every core (pytest-xdist; each worker has its own Prefect test server);
+# the slowest tests are listed at the end. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= auto
+
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench scripts

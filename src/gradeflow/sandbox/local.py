@@ -117,7 +117,7 @@ class LocalSandbox(Sandbox):
         the variables as a developer's shell has them (see :mod:`gradeflow.sandbox.shape`)."""
         self._shape = shape
         self._pid_namespace = pid_namespace_available() if pid_namespace is None else pid_namespace
-        self._scratch = Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
+        self._scratch = self._make_scratch()
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
         self._python = self._make_python(self._scratch / "env")
@@ -126,6 +126,10 @@ class LocalSandbox(Sandbox):
         """The tree on the host (commands see it at :attr:`workspace`, the same path here)."""
         self.workspace = str(host_workspace)
         self.output_dir = str(self._scratch / "out")
+
+    def _make_scratch(self) -> Path:
+        """A fresh private folder for the sandbox's own folders (output, ``HOME``, ``TMPDIR``, the environment)."""
+        return Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
 
     def _make_python(self, folder: Path) -> Path:
         """The sandbox's private Python environment at ``folder``."""
@@ -145,7 +149,7 @@ class LocalSandbox(Sandbox):
         # A report left by an earlier command (setup, say) must never pass for this command's report.
         remove_tree(Path(self.output_dir), ignore_errors=True)
         Path(self.output_dir).mkdir()
-        contain = self._containment()
+        contain = self._containment(timeout)
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -181,6 +185,7 @@ class LocalSandbox(Sandbox):
         try:
             contain.check_started(command, stderr.text())
             oom_killed = contain.oom_killed()
+            cpu_throttled, cpu_seconds = contain.cpu_throttled(exit_code), contain.cpu_seconds()
         finally:
             contain.close()
         return CommandResult(
@@ -192,11 +197,15 @@ class LocalSandbox(Sandbox):
             timed_out=timed_out,
             disk_full=contain.disk_full(exit_code),
             oom_killed=oom_killed,
+            cpu_throttled=cpu_throttled,
+            cpu_seconds=cpu_seconds,
             stdout_bytes=stdout.total,
         )
 
-    def _containment(self) -> CommandContainment:
-        """How the next command is started and its processes ended (the isolated sandbox wraps it in bwrap)."""
+    def _containment(self, timeout: float) -> CommandContainment:
+        """How the next command (of at most ``timeout`` seconds) is started and its processes ended (the isolated
+        sandbox wraps it in bwrap)."""
+        del timeout
         return Containment(self._pid_namespace)
 
     def runs_on(self, tree: Path) -> bool:
