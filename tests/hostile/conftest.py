@@ -1,6 +1,7 @@
 """Fixtures of the hostile corpus: every selected case graded once, concurrently, against cached baselines.
 
-The first test that asks for :func:`corpus` grades every (case, sandbox) pair the session selected,
+The first test of a module that asks for :func:`corpus` grades every (case, sandbox) pair the module's
+selected tests name,
 plus the unguarded runs, in a thread pool (each grade runs in a copy of the caller's context, so it
 talks to the session's Prefect test server). Each task spec's baseline is warmed by one grade per
 sandbox before the pool starts, so no two grades build the same baseline. Docker reuses the fixtures
@@ -11,6 +12,7 @@ A table of every grade is printed at the end of the session.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,11 +27,16 @@ collect_ignore = ["task", "patches"]
 _CORPUS: list[Corpus] = []
 
 
-def _selected(session: pytest.Session) -> tuple[list[tuple[Case, str]], list[Case]]:
-    """The (case, sandbox) pairs and unguarded cases the session's selected tests ask for."""
+def _selected(session: pytest.Session, module: Path) -> tuple[list[tuple[Case, str]], list[Case]]:
+    """The (case, sandbox) pairs and unguarded cases the session's selected tests of ``module`` ask for.
+
+    One module's at a time: the isolated and the docker grades are in two files, which pytest-xdist's
+    ``--dist loadfile`` hands to two workers, each grading its own half."""
     docker_ready = _engine_problem()[1] is None
     pairs, unguarded = [], []
     for item in session.items:
+        if item.path != module:
+            continue
         params = getattr(item, "callspec", None)
         case = params.params.get("case") if params is not None else None
         if not isinstance(case, Case):  # another module's parameter of the same name
@@ -61,7 +68,7 @@ def corpus_store(prefect: None, tmp_path_factory: pytest.TempPathFactory) -> Ite
 @pytest.fixture
 def corpus(corpus_store: Corpus, request: pytest.FixtureRequest) -> Corpus:
     """The corpus with every selected case graded."""
-    corpus_store.grade_all(*_selected(request.session))
+    corpus_store.grade_all(*_selected(request.session, request.node.path))
     return corpus_store
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from gradeflow import grade, load_task
@@ -495,12 +496,13 @@ class Corpus:
         self.outcomes: dict[tuple[str, str], Outcome] = {}
         self.unguarded: dict[str, tuple[bool, str] | BaseException] = {}
         self.seconds = 0.0
-        self._graded = False
 
     def grade_all(self, pairs: list[tuple[Case, str]], unguarded: list[Case]) -> None:
-        if self._graded:
+        """Grade the pairs and unguarded runs not graded yet (each at most once per session)."""
+        pairs = [(c, s) for c, s in pairs if (c.name, s) not in self.outcomes]
+        unguarded = [c for c in unguarded if c.name not in self.unguarded]
+        if not pairs and not unguarded:
             return
-        self._graded = True
         started = time.perf_counter()
         warm = {}
         for case, sandbox in pairs:
@@ -519,7 +521,7 @@ class Corpus:
             runs = {c.name: pool.submit(unguarded_run, c, self.scratch) for c in unguarded}
             self.outcomes.update({key: future.result() for key, future in grades.items()})
             self.unguarded.update({name: _settled(future) for name, future in runs.items()})
-        self.seconds = time.perf_counter() - started
+        self.seconds += time.perf_counter() - started
 
 
 def _settled(future: Future[tuple[bool, str]]) -> tuple[bool, str] | BaseException:
@@ -527,3 +529,22 @@ def _settled(future: Future[tuple[bool, str]]) -> tuple[bool, str] | BaseExcepti
         return future.result()
     except Exception as exc:  # reported by the case's own test
         return exc
+
+
+CASES = load_cases()
+
+
+def graded_params(sandbox: str) -> list[object]:
+    """The (case, sandbox) parameters of every case that lists ``sandbox``."""
+    marks = [pytest.mark.docker] if sandbox == "docker" else []
+    return [pytest.param(c, sandbox, id=f"{c.name}-{sandbox}", marks=marks) for c in CASES if sandbox in c.sandboxes]
+
+
+def check_grade(case: Case, sandbox: str, corpus: Corpus, request: pytest.FixtureRequest) -> None:
+    """The case's grade in ``sandbox`` is what the case expects."""
+    if sandbox == "docker":
+        request.getfixturevalue("docker_client")
+    outcome = corpus.outcomes[(case.name, sandbox)]
+    problems = outcome.problems()
+    details = "\n  ".join(outcome.messages[:12])
+    assert not problems, f"{case.attack}\n{'; '.join(problems)}\ngot: {outcome.actual()}\n  {details}"

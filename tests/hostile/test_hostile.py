@@ -1,6 +1,7 @@
 """The hostile corpus (``cases.yaml``): no patch that fixes nothing passes, none makes its grade inconclusive.
 
-Each case is graded through ``gradeflow.grade`` in the sandboxes it lists, against the task spec a new
+Each case is graded through ``gradeflow.grade`` in the sandboxes it lists (here the isolated default;
+``test_hostile_docker.py`` the docker sandbox), against the task spec a new
 user writes from the README. A hostile grade must be ``graded``, not passed, carry the case's reason
 code, and be ``rejected`` when that code is an integrity gate. The honest controls must pass, so the
 corpus shows the defences do not reject everything. The unguarded runs show each attack is real: under
@@ -9,35 +10,15 @@ plain pytest, without gradeflow, it makes the fail_to_pass tests pass.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hostile_corpus import PATCHES, Case, Corpus, load_cases
-
-from sandbox.conftest import own_containers
+from hostile_corpus import CASES, PATCHES, Case, Corpus, check_grade, graded_params
 
 pytestmark = pytest.mark.usefixtures("prefect")
 
-CASES = load_cases()
 
-
-def _graded_params() -> list[object]:
-    params = []
-    for case in CASES:
-        for sandbox in case.sandboxes:
-            marks = [pytest.mark.docker] if sandbox == "docker" else []
-            params.append(pytest.param(case, sandbox, id=f"{case.name}-{sandbox}", marks=marks))
-    return params
-
-
-@pytest.mark.parametrize(("case", "sandbox"), _graded_params())
+@pytest.mark.parametrize(("case", "sandbox"), graded_params("isolated"))
 def test_grade_is_as_expected(case: Case, sandbox: str, corpus: Corpus, request: pytest.FixtureRequest) -> None:
-    if sandbox == "docker":
-        request.getfixturevalue("docker_client")
-    outcome = corpus.outcomes[(case.name, sandbox)]
-    problems = outcome.problems()
-    details = "\n  ".join(outcome.messages[:12])
-    assert not problems, f"{case.attack}\n{'; '.join(problems)}\ngot: {outcome.actual()}\n  {details}"
+    check_grade(case, sandbox, corpus, request)
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.works_unguarded], ids=lambda c: c.name)
@@ -68,13 +49,6 @@ def test_cases_are_well_formed() -> None:
     expected |= {"c3-vw-sandbox-user", "c3-vw-workspace-path"}
     assert isolated_only == expected | {c.name for c in CASES if c.task == "editable"}
     assert {c.klass for c in CASES if "isolated" not in c.sandboxes} <= {5}
-
-
-@pytest.mark.docker
-def test_docker_corpus_leaves_no_container(corpus: Corpus, docker_client: Any) -> None:
-    del corpus
-    left = own_containers(docker_client)
-    assert not left, f"sandbox containers left behind: {[c[:12] for c in left]}"
 
 
 def test_a_tasks_setup_never_installs_into_gradeflows_environment(corpus: Corpus) -> None:
