@@ -30,13 +30,13 @@ os.environ.setdefault("GRADEFLOW_LOG_LEVEL", "ERROR")
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
 from gradeflow.api import make_submission
+from gradeflow.engine.local_server import stop_server, use_local_server
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import factory_for
 from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.profiles import load_profile
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.service.local_server import stop_server, use_local_server
 from gradeflow.spec import load_task
 from gradeflow.tasks import baseline, combine, constraints, environment, perf, quality, snapshot, tests
 

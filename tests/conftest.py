@@ -22,7 +22,7 @@ def gradeflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["GRADEFLOW_HOME"] = str(home)
     yield home
     # One-shot CLI calls in the tests (in-process or not) share this home's local Prefect server.
-    from gradeflow.service.local_server import stop_server
+    from gradeflow.engine.local_server import stop_server
 
     stop_server()
     if previous is None:

@@ -22,6 +22,7 @@ LAYERS = {
     "authoring": 1,
     "agents": 1,
     "flows": 2,
+    "engine": 2,
     "tasks": 3,
     "integrity": 4,
     "graders": 4,
@@ -69,6 +70,17 @@ def _part(module: str) -> str:
 
 def test_every_part_has_a_layer() -> None:
     assert {_part(m) for m in MODULES} <= set(LAYERS), "a new top-level part needs a place in LAYERS"
+
+
+def test_agent_runs_stand_on_the_engine_never_on_the_service() -> None:
+    # The service deploys agent trials (service imports agents); what both need is in engine/, below both.
+    across = sorted(
+        f"{module} imports {target}"
+        for module, targets in GRAPH.items()
+        for target in targets
+        if (_part(module), _part(target)) == ("agents", "service")
+    )
+    assert not across, "\n".join(across)
 
 
 def test_imports_never_point_up() -> None:

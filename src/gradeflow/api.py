@@ -6,12 +6,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from gradeflow.engine.local_server import use_local_server
 from gradeflow.errors import SpecError, prefect_server_errors
 from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.service.local_server import use_local_server
 from gradeflow.spec import load_task
 
 __all__ = ["grade", "grade_in", "load_task", "make_submission", "open_session"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gradeflow.service.local_server import ensure_server, server_status, stop_server
+from gradeflow.engine.local_server import ensure_server, server_status, stop_server
 
 pytestmark = pytest.mark.slow
 CALC = Path(__file__).resolve().parents[2] / "examples" / "calc"

@@ -12,14 +12,14 @@ from service_procs import EXAMPLES
 from sqlalchemy.engine import make_url
 
 from gradeflow.cli import main
+from gradeflow.engine.credentials import private_ledger, public_ledger
+from gradeflow.engine.trust import TRUST_VARIABLE
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.service.config import ServiceConfig
-from gradeflow.service.credentials import private_ledger, public_ledger
 from gradeflow.service.deployments import build_deployments, refuse_local_suite
 from gradeflow.service.flows import grade_request
 from gradeflow.service.params import EvaluateRequest, GradeRequest
-from gradeflow.service.trust import TRUST_VARIABLE
 from gradeflow.service.webhook import create_app
 
 URL = "postgresql+psycopg://grader:hunter2-secret@db.example:5432/ledger"

@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
 from gradeflow.agents.trial import bring_back, oversize_result
+from gradeflow.engine.local_server import use_local_server
 from gradeflow.errors import InfraError, SpecError, SubmissionTooLarge, prefect_server_errors
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
@@ -32,7 +33,6 @@ from gradeflow.graders.withheld import withhold_hidden_timings
 from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import CommandResult, Sandbox, remove_tree
-from gradeflow.service.local_server import use_local_server
 from gradeflow.spec import load_task
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 

@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gradeflow.agents.config import TrialConfig
 from gradeflow.agents.run import oracle_references, plan_trials, run_trials
+from gradeflow.engine import SANDBOX_LIMIT
+from gradeflow.engine.credentials import has_password, private_ledger
+from gradeflow.engine.trust import check_request_sandbox
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.models.spec import SANDBOX_KINDS
-from gradeflow.service.credentials import has_password, private_ledger
-from gradeflow.service.flows import SANDBOX_LIMIT
-from gradeflow.service.trust import check_request_sandbox
 from gradeflow.spec import load_task
 
 __all__ = ["TRIALS_DEPLOYMENT", "TrialsRequest", "run_trials_request", "trials_deployment"]

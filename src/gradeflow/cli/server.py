@@ -3,7 +3,7 @@
 A one-shot ``grade``, ``validate`` or ``evaluate`` uses, in order: an explicit ``PREFECT_API_URL``
 (environment or Prefect profile); Prefect's temporary server with ``--ephemeral`` (started and stopped
 by the command, as before); otherwise gradeflow's local server, started once in the background and
-reused by every later call (:mod:`gradeflow.service.local_server`).
+reused by every later call (:mod:`gradeflow.engine.local_server`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING
 
+from gradeflow.engine.local_server import explicit_api_url, use_local_server
 from gradeflow.errors import SpecError
-from gradeflow.service.local_server import explicit_api_url, use_local_server
 
 if TYPE_CHECKING:
     pass
@@ -32,7 +32,7 @@ def add_server_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def run_server_command(args: argparse.Namespace) -> int:
     """Start, stop or describe the local server; ``status`` exits 1 when none runs."""
-    from gradeflow.service.local_server import ensure_server, server_status, stop_server
+    from gradeflow.engine.local_server import ensure_server, server_status, stop_server
 
     if args.action == "start":
         server = ensure_server()

@@ -30,14 +30,15 @@ from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
 from gradeflow.agents.service import trials_deployment
+from gradeflow.engine import SANDBOX_LIMIT
+from gradeflow.engine.credentials import public_ledger
+from gradeflow.engine.trust import refuse_untrusted_local, trusted_environment
 from gradeflow.service.automations import ensure_zombie_automation
 from gradeflow.service.config import ServiceConfig
-from gradeflow.service.credentials import public_ledger
-from gradeflow.service.flows import SANDBOX_LIMIT, evaluate_request, grade_request
+from gradeflow.service.flows import evaluate_request, grade_request
 from gradeflow.service.params import EvaluateRequest
 from gradeflow.service.review import review_grade
 from gradeflow.service.serving import await_server, serve_until_stopped
-from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 
 __all__ = [
     "EVALUATE_DEPLOYMENT",

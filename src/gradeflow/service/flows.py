@@ -20,23 +20,21 @@ from prefect.concurrency.sync import concurrency
 from prefect.runtime import deployment, flow_run
 from prefect.states import State
 
+from gradeflow.engine import SANDBOX_LIMIT
+from gradeflow.engine.credentials import private_ledger
+from gradeflow.engine.trust import check_request_sandbox
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.grade import grade_submission
 from gradeflow.flows.session import Session, flow_runs_without_heartbeat, open_session
 from gradeflow.graders.withheld import withhold_hidden_timings
 from gradeflow.models import GradeResult, Submission
-from gradeflow.service.credentials import private_ledger
 from gradeflow.service.params import EvaluateRequest, GradeRequest
 from gradeflow.service.runners import task_runner
 from gradeflow.service.suite_artifacts import publish_report, suite_progress
-from gradeflow.service.trust import check_request_sandbox
 from gradeflow.spec import load_task
 
-__all__ = ["SANDBOX_LIMIT", "evaluate_request", "grade_request", "run_tags"]
-
-SANDBOX_LIMIT = "gradeflow-sandbox"
-"""The global concurrency limit every service grade holds one slot of while it uses a sandbox."""
+__all__ = ["evaluate_request", "grade_request", "run_tags"]
 
 
 def run_tags(request: GradeRequest, result: GradeResult | None) -> list[str]:

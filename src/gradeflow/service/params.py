@@ -11,8 +11,8 @@ import base64
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from gradeflow.engine.credentials import has_password
 from gradeflow.models.spec import SANDBOX_KINDS, is_utf8, patch_bytes
-from gradeflow.service.credentials import has_password
 
 __all__ = ["EvaluateRequest", "GradeRequest", "carried"]
 

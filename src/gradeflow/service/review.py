@@ -24,10 +24,10 @@ from prefect.input import RunInput
 from prefect.runtime import flow_run
 from pydantic import BaseModel, ConfigDict, Field
 
+from gradeflow.engine.credentials import private_ledger
 from gradeflow.evaluation.ledger import Ledger, ReviewRecord
 from gradeflow.models import GradeResult
 from gradeflow.models.spec import Decision
-from gradeflow.service.credentials import private_ledger
 from gradeflow.text import for_markdown, markdown_code
 
 __all__ = ["REVIEW_DEPLOYMENT", "ComponentLine", "ReviewInput", "ReviewRequest", "review_form", "review_grade"]

@@ -48,13 +48,14 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gradeflow.config import cache_dir
+from gradeflow.engine.credentials import public_ledger
+from gradeflow.engine.trust import refuse_untrusted_local, trusted_environment
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import ledger_url
 from gradeflow.evaluation.suite import patch_hash
 from gradeflow.models import Submission
 from gradeflow.profiles import available_profiles, load_profile
 from gradeflow.service.config import ServiceConfig
-from gradeflow.service.credentials import public_ledger
 from gradeflow.service.deadline import header_deadline_protocol
 from gradeflow.service.deliveries import DeliveryStore, request_key
 from gradeflow.service.github import GRADED_ACTIONS, DiffUnavailable, fetch_diff, parse_pull_request
@@ -62,7 +63,6 @@ from gradeflow.service.params import GradeRequest, carried
 from gradeflow.service.payloads import PayloadError, parse_json, sent_patch
 from gradeflow.service.starter import PrefectStarter
 from gradeflow.service.tasks_dir import find_task_specs
-from gradeflow.service.trust import refuse_untrusted_local, trusted_environment
 from gradeflow.spec import load_task
 
 __all__ = [
