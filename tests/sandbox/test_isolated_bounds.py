@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 _BUSY = (
     "python3 -c 'import os, time\nt = time.time()\nwhile time.time() - t < 2.5: pass\n"
-    "os.write(1, (\"%f\\n\" % time.process_time()).encode())'"
+    'os.write(1, ("%f\\n" % time.process_time()).encode())\''
 )
 """One process busy for 2.5 s of wall time; it prints the CPU seconds it got, in one write (four processes
 share the pipe: print's buffered writes could interleave)."""
