@@ -161,3 +161,16 @@ def test_a_failed_setup_says_why_and_is_not_run_again(tmp_path: Path, prefect: N
     assert "No matching distribution found for nothere==9" in first.model_dump_json()
     second = grade(task, patch=FIX)
     assert second.status == "inconclusive" and "not retried" in second.model_dump_json()
+
+
+def test_a_task_on_a_bullseye_root_grades_right_through_the_varied_run(tmp_path: Path) -> None:
+    # Python 3.9 and pytest 6 from Debian: the harness, its canaries and the varied run (forked calls with
+    # Python's own hooks back, threading's taken from _thread before 3.10) all run there.
+    command = "PYTHONPATH=src python -m pytest -q -p no:cacheprovider --junitxml={junit}"
+    environment = {"root": "debian:bullseye", "packages": ["python3-pytest"]}
+    task = load_task(_task(tmp_path, command, environment=environment))
+    fixed = grade(task, patch=FIX)
+    assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.summary()
+    varied = fixed.component("tests").details["varied_run"]
+    assert varied["outcomes"] == {"tests/test_calc.py::test_divide_by_zero": "passed"}
+    assert not grade(task, patch="").passed
