@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from gradeflow.cli.checkout import add_checkout_command, run_checkout
+from gradeflow.cli.env import ENV_COMMANDS, add_env_command, run_env_command
 from gradeflow.cli.plan import PLAN_COMMANDS, add_plan_command, run_plan_command
 from gradeflow.cli.run import add_run_command, run_run
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     add_task_commands(sub)
     add_plan_command(sub)
     add_run_command(sub)
+    add_env_command(sub)
     return parser
 
 
@@ -138,6 +140,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_server_command(args)
     if args.command == "checkout":
         return run_checkout(args)
+    if args.command in ENV_COMMANDS:
+        return run_env_command(args)
     if args.command == "run":
         return run_run(args)
     if args.command in TASK_COMMANDS:

@@ -26,6 +26,7 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.environments.roots import locked, stat_digest
+from gradeflow.environments.store import touch_used
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.integrity.files import inject_tree, list_files
 from gradeflow.integrity.handed import Prior, prior_state
@@ -216,6 +217,7 @@ def _pristine_digest(pristine: Path) -> str:
 
 def changed_state(baseline: Baseline) -> list[str]:
     """The parts of the cached state that differ from their digests at build time (``[]``: all intact)."""
+    touch_used(baseline.pristine.parent)
     now = state_digests(baseline.pristine, baseline.environment, baseline.tests_record)
     return sorted(part for part, digest in baseline.digests.items() if now.get(part) != digest)
 

@@ -1,0 +1,108 @@
+"""``gradeflow env list`` and ``gradeflow env prune``: the roots and built bases kept on this machine.
+
+``list`` prints one line per entry (kind, size, last use, name), least recently used first, and the total;
+``prune`` removes entries least recently used first until the rest fit ``--max-size``, and those unused for
+longer than ``--unused-for`` (see :mod:`gradeflow.environments.store`). Both exit 0, or 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from typing import TYPE_CHECKING
+
+from gradeflow.errors import SpecError
+
+if TYPE_CHECKING:
+    from gradeflow.environments.store import Stored
+
+__all__ = ["ENV_COMMANDS", "add_env_command", "run_env_command"]
+
+ENV_COMMANDS = ("env",)
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def add_env_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``env list`` and ``env prune``."""
+    env = sub.add_parser("env", help="list or prune the roots and built environments kept on this machine")
+    actions = env.add_subparsers(dest="env_command", required=True)
+    listing = actions.add_parser("list", help="every root and base, least recently used first")
+    listing.add_argument("--json", action="store_true")
+    prune = actions.add_parser("prune", help="remove the least recently used until the rest fit")
+    prune.add_argument("--max-size", help="keep at most this much, e.g. 20g (sizes as environment.memory)")
+    prune.add_argument("--unused-for", help="also remove what no grade used for this long, e.g. 7d, 12h")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    prune.add_argument("--json", action="store_true")
+
+
+def run_env_command(args: argparse.Namespace) -> int:
+    from gradeflow.environments.store import prune, stored
+
+    if args.env_command == "list":
+        entries = stored()
+        _print(entries, args.json, "kept")
+        return 0
+    if args.max_size is None and args.unused_for is None:
+        raise SpecError("env prune: give --max-size, --unused-for or both")
+    removed = prune(_size(args.max_size), _age(args.unused_for), dry_run=args.dry_run)
+    _print(removed, args.json, "would remove" if args.dry_run else "removed")
+    return 0
+
+
+def _size(value: str | None) -> int | None:
+    from gradeflow.models.spec import parse_size
+
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise SpecError(f"--max-size: {exc}") from None
+
+
+def _age(value: str | None) -> float | None:
+    if value is None:
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", value.strip())
+    if not match:
+        raise SpecError(f"--unused-for: {value!r} is not a duration like 7d, 12h, 30m or 90s")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+def _print(entries: list[Stored], as_json: bool, verb: str) -> None:
+    if as_json:
+        rows = [
+            {
+                "kind": e.kind,
+                "name": e.name,
+                "path": str(e.path),
+                "bytes": e.bytes,
+                "used": e.used,
+                "environment": e.environment,
+            }
+            for e in entries
+        ]
+        print(json.dumps(rows, indent=2))
+        return
+    now = time.time()
+    for e in entries:
+        what = "base+env" if e.environment else e.kind
+        print(f"{what:8}  {_human(e.bytes):>8}  {_ago(now - e.used):>9}  {e.name}")
+    print(f"{verb}: {len(entries)} entries, {_human(sum(e.bytes for e in entries))}")
+
+
+def _human(size: float) -> str:
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def _ago(seconds: float) -> str:
+    for limit, unit in ((3600, 60), (86400, 3600)):
+        if seconds < limit:
+            return f"{seconds / unit:.0f}{'m' if unit == 60 else 'h'} ago"
+    return f"{seconds / 86400:.0f}d ago"
