@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradeflow.config import cache_dir
+from gradeflow.environments.roots import roots_dir
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
 
@@ -117,10 +118,9 @@ def _python_prefix(program: Path) -> Path | None:
 
 
 def _protected(task: TaskSpec) -> list[tuple[str, str]]:
-    places = [(str(cache_dir().resolve()), "gradeflow's home")]
-    for variable, what in (("GRADEFLOW_ROOTS", "gradeflow's roots"), ("PREFECT_HOME", "Prefect's home")):
-        if os.environ.get(variable):
-            places.append((str(Path(os.environ[variable]).resolve()), what))
+    places = [(str(cache_dir().resolve()), "gradeflow's home"), (str(roots_dir().resolve()), "gradeflow's roots")]
+    if os.environ.get("PREFECT_HOME"):
+        places.append((str(Path(os.environ["PREFECT_HOME"]).resolve()), "Prefect's home"))
     places.append((str((Path.home() / ".prefect").resolve()), "Prefect's home"))
     for path, what in (
         (task.repo, "the task's repository"),
