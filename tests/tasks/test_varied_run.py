@@ -4,6 +4,7 @@ candidate pays for no second run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -185,6 +186,28 @@ def test_code_that_behaves_only_under_pytest_is_for_review(grade_with: Callable[
     assert noticed.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
     fixed = grade_with([DIVIDE], FIX)
     assert (fixed.passed, fixed.decision, fixed.reason_codes) == (True, "merge-candidate", [])
+
+
+# Raises only where the sandbox's pid 1 is bwrap's reaper, the grader's isolated sandbox: a sandbox tell.
+TELLING = (
+    "def divide(a, b):\n    with open('/proc/1/comm') as init:\n        graded = init.read().strip() == 'bwrap'\n"
+    "    if b == 0 and graded:\n        raise ZeroDivisionError('no')\n    return a / b if b else None\n"
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shaped isolated run changes pid 1 as root only")
+def test_code_that_behaves_only_in_the_graders_sandbox_is_for_review(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    for name, text in {"src/calc.py": CALC, "tests/test_divide.py": DIVIDE_TEST}.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    (repo / "pytest.ini").write_text("[pytest]\npythonpath = src\n")
+    tests = {"command": "python -m pytest -q -p no:cacheprovider --junitxml={junit}", "fail_to_pass": [DIVIDE]}
+    task = TaskSpec.model_validate({"task_id": "tell", "type": "bugfix", "repo": str(repo), "tests": tests})
+    told = grade(task, patch=diff(CALC, TELLING, "src/calc.py"), sandbox="isolated")
+    assert (told.status, told.passed) == ("graded", False), told.summary()
+    assert "outcome-varies-with-environment" in told.reason_codes
+    assert told.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
 
 
 def test_a_failing_candidate_gets_no_varied_run(grade_with: Callable[[list[str], str], GradeResult]) -> None:
