@@ -174,3 +174,35 @@ def test_a_disk_the_host_cannot_hold_makes_the_sandbox_unavailable(
         with _open(tmp_path, disk="16m") as box:
             assert box.run("true", env={}, timeout=30).ok
         assert list(small.iterdir()) == []
+
+
+@pytest.mark.skipif(not _cpu_cgroups(), reason="no cpu cgroup can be made here")
+def test_a_grade_says_when_its_test_command_was_held_to_its_cpus(tmp_path: Path, prefect: None) -> None:
+    from gradeflow import grade
+    from gradeflow.models import TaskSpec
+
+    repo = tmp_path / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    loop = "import time\\nt = time.time()\\nwhile time.time() - t < 1.5: pass"
+    test = (
+        "import subprocess, sys\n\n\ndef test_add():\n    from calc import add\n\n"
+        f"    busy = [subprocess.Popen([sys.executable, '-c', '{loop}']) for _ in range(4)]\n"
+        "    assert [p.wait() for p in busy] == [0, 0, 0, 0]\n    assert add(1, 2) == 3\n"
+    )
+    (repo / "tests" / "test_calc.py").write_text(test)
+    spec = {
+        "task_id": "busy",
+        "type": "bugfix",
+        "repo": str(repo),
+        "environment": {"cpus": 0.5},
+        "tests": {
+            "command": "PYTHONPATH=. python -m pytest -q -p no:cacheprovider --junitxml={junit}",
+            "pass_to_pass": ["tests/test_calc.py::test_add"],
+            "varied_run": False,
+        },
+    }
+    result = grade(TaskSpec.model_validate(spec), patch="", sandbox="isolated")
+    tests = result.component("tests")
+    assert tests.passed and tests.details.get("cpu_throttled") is True, tests.messages
+    assert any("environment.cpus (0.5)" in m for m in tests.messages)

@@ -75,6 +75,12 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     )
     if baseline.tests.harness_not_joined:
         component.messages.append(baseline.tests.harness_not_joined)
+    if evidence.cpu_throttled:
+        component.details["cpu_throttled"] = True
+        component.messages.append(
+            f"the test command wanted more CPU than environment.cpus ({task_spec.environment.cpus:g}) and was held "
+            "back: a slow or timed-out run may owe it to that"
+        )
     if evidence.report != "junit":
         component.details["report"] = {"format": evidence.report, "confirmed_by": evidence.confirmed_by}
         component.messages.append(_log_note(evidence))
