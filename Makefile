@@ -1,10 +1,13 @@
 # make demo: grade the bundled examples.  make test: run the test suite.  Both set up .venv first.
+# make docs: build the documentation site strictly into site/ (.venv/bin/mkdocs serve serves it while you edit).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export PREFECT_SERVER_ANALYTICS_ENABLED ?= false
+# Material for MkDocs prints a banner about MkDocs 2.0 on every build otherwise.
+export NO_MKDOCS_2_WARNING ?= 1
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +27,11 @@ TEST_WORKERS ?= auto
 test: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
-lint: install
+# A broken link or anchor, a page left out of the navigation or a reason code without an entry fails it.
+docs: install
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+lint: install docs
 	$(VENV)/bin/ruff check src tests bench scripts
 	$(VENV)/bin/ruff format --check src tests bench scripts
 	$(VENV)/bin/mypy
@@ -33,4 +40,4 @@ bench: install
 	$(PY) bench/overhead.py
 
 clean:
-	rm -rf $(VENV) .gradeflow
+	rm -rf $(VENV) .gradeflow site

@@ -1,5 +1,5 @@
 """``evaluate-suite`` on a Dask cluster: the served deployment grades the suite on a local cluster's workers, and
-so does the README's ``gradeflow evaluate --dask-address`` line."""
+so does the ``gradeflow evaluate --dask-address`` line of docs/how-to/evaluations.md."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from service_procs import EXAMPLES, Service, base_env
 
-from docs_fences import fence
+from docs_fences import EVALUATIONS, fence
 from gradeflow.evaluation.ledger import Ledger
 
 pytestmark = pytest.mark.slow
@@ -49,19 +49,20 @@ def test_the_suite_is_graded_on_the_dask_workers(
         reader.close()
 
 
-def test_the_readme_dask_line_runs_as_written(
+def test_the_evaluations_dask_line_runs_as_written(
     prefect_api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README's ``evaluate --dask-address`` line, its scheduler a local cluster's: without ``PREFECT_API_URL`` it
-    says it needs one (as the README says), with it every submission is graded on the cluster's workers."""
+    """The page's ``evaluate --dask-address`` line, its scheduler a local cluster's: without ``PREFECT_API_URL`` it
+    says it needs one (as the grade graph's page says), with it every submission is graded on the cluster's
+    workers."""
     from distributed import Client, LocalCluster, get_task_stream
 
     [line] = [
-        x for x in fence("README.md", "gradeflow evaluate examples/suite.yaml").text.splitlines() if "--dask" in x
+        x for x in fence(EVALUATIONS, "gradeflow evaluate examples/suite.yaml").text.splitlines() if "--dask" in x
     ]
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     home = {"GRADEFLOW_HOME": str(tmp_path / "gradeflow"), "PREFECT_HOME": str(tmp_path / "prefect")}
-    for name, value in home.items():  # the cluster's worker processes inherit them, as the README asks
+    for name, value in home.items():  # the cluster's worker processes inherit them, as the page asks
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("PREFECT_API_URL", prefect_api)
     env = {**base_env(tmp_path / "prefect"), **home}

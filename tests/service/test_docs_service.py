@@ -1,6 +1,6 @@
-"""The service examples of README.md and docs/operations.md run as written, ports and folders parameterised:
-the README's start-up lines start a server, ``serve`` and the receiver, its delivery gets the answer it
-shows; operations.md's delivery, sent to the session's receiver, gets the answer it shows too."""
+"""The service examples of docs/how-to/service.md and docs/operations.md run as written, ports and folders
+parameterised: the service page's start-up lines start a server, ``serve`` and the receiver, its delivery gets
+the answer it shows; operations.md's delivery, sent to the session's receiver, gets the answer it shows too."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import httpx
 import pytest
 from service_procs import BIN, EXAMPLES, SECRET, Api, Service, free_port, stop, wait_until
 
-from docs_fences import fence, matches, shown
+from docs_fences import OPERATIONS, SERVICE_PAGE, fence, matches, shown
 
 pytestmark = pytest.mark.slow
 
@@ -43,10 +43,10 @@ def _delivered(text: str, cwd: Path, env: dict[str, str]) -> None:
     assert matches(expected, done.stdout.strip()), done.stdout
 
 
-def test_the_readme_service_runs_as_written(tmp_path: Path) -> None:
+def test_the_service_page_runs_as_written(tmp_path: Path) -> None:
     api_port, hook_port = free_port(), free_port()
     ports = {"4200": str(api_port), "8787": str(hook_port)}
-    start_up = re.sub("4200|8787", lambda m: ports[m.group()], fence("README.md", "export PREFECT_SERVER").text)
+    start_up = re.sub("4200|8787", lambda m: ports[m.group()], fence(SERVICE_PAGE, "export PREFECT_SERVER").text)
     start_up += "wait\n"  # bash stays, so stopping its group stops what the lines started
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     env = _user_env(tmp_path)
@@ -59,7 +59,7 @@ def test_the_readme_service_runs_as_written(tmp_path: Path) -> None:
         wait_until(lambda: api.deployment("grade-request/grade-submission"), 180, "serve's deployments")
         url = f"http://127.0.0.1:{hook_port}/healthz"
         wait_until(lambda: httpx.get(url, timeout=5).status_code == 200, 60, "the receiver")
-        delivery = re.sub("4200|8787", lambda m: ports[m.group()], fence("README.md", "body=$(python -c").text)
+        delivery = re.sub("4200|8787", lambda m: ports[m.group()], fence(SERVICE_PAGE, "body=$(python -c").text)
         _delivered(delivery, tmp_path, env)
     finally:
         stop(started)
@@ -68,5 +68,5 @@ def test_the_readme_service_runs_as_written(tmp_path: Path) -> None:
 def test_the_operations_delivery_runs_as_written(service: Service, tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES / "calc", tmp_path / "tasks" / "calc")  # step 4 of the doc
     port = service.webhook.rsplit(":", 1)[1]
-    delivery = fence("docs/operations.md", "body=$(python -c").text.replace("8787", port)
+    delivery = fence(OPERATIONS, "body=$(python -c").text.replace("8787", port)
     _delivered(delivery, tmp_path, {**_user_env(tmp_path), "GRADEFLOW_WEBHOOK_SECRET": SECRET})

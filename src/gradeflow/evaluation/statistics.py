@@ -1,6 +1,6 @@
 """The statistics behind a report, pure: no Prefect, no files, table-tested in tests/evaluation/test_statistics.py.
 
-What a caller may rely on (the README gives each formula's source):
+What a caller may rely on (docs/how-to/evaluations.md gives each formula's source):
 
 - :func:`clustered_mean` is the cluster-robust (CR1) standard error of a mean: with G clusters and N
   values, Var = G/(G−1) · Σ_g (Σ_{i∈g} (x_i − x̄))² / N² (Cameron & Miller 2015; Miller 2024, "Adding

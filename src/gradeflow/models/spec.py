@@ -161,8 +161,8 @@ class TestsSpec(_Spec):
     """Runs only the patch's own tests: ``{junit}`` and ``{tests}`` (their pytest node ids, shell-quoted)
     are replaced; when omitted, ``command`` with the node ids appended."""
     infrastructure: list[str] = Field(default_factory=list)
-    """Globs of more test infrastructure, sealed to the base like the documented default set
-    (test configuration and code loaders, see the README): reset for every run, an edit is a gate failure."""
+    """Globs of more test infrastructure, sealed to the base like the documented default set (test configuration
+    and code loaders, docs/concepts/integrity.md): reset for every run, an edit is a gate failure."""
     infrastructure_editable: list[str] = Field(default_factory=list)
     """Globs of test infrastructure this task's patch may change (a pytest plugin project's own config):
     neither reset nor a gate failure."""
@@ -195,11 +195,13 @@ class ConstraintsSpec(_Spec):
     allowed_files: list[str] | None = None
     """When set, every changed file must match one of these globs."""
     max_files_changed: int | None = Field(default=None, ge=0)
+    """The most files a patch may change."""
     max_lines_changed: int | None = Field(default=None, ge=0)
     """Added plus removed lines."""
     forbidden_patterns: list[str] = Field(default_factory=list)
     """Regexes that must not match any added line of a changed file."""
     required_patterns: list[RequiredPattern] = Field(default_factory=list)
+    """Patterns that must match in a file of the graded workspace, each one check."""
     allow_new_tests: bool = False
     """When on, a test file the patch adds (``tests.test_files``) breaks neither ``protected`` nor
     ``allowed_files``; it is still removed before the acceptance run."""
@@ -227,12 +229,15 @@ class PerfSpec(_Spec):
     """A benchmark compared between the pristine base and the candidate."""
 
     command: str
+    """The benchmark, run from the repository root; ``{seed}`` is a fresh random number for each pair of runs."""
     timing: Literal["wall", "reported"] = "wall"
     """``wall``: timed from outside the process; ``reported``: the last stdout line ``{"seconds": x}``."""
     runs: int = Field(default=5, ge=1, le=100)
     """Interleaved baseline/candidate pairs; the minimum of each side is compared."""
     noise_floor: float = Field(default=1.15, gt=1.0)
+    """A speed-up below this is measurement noise and scores 0."""
     min_speedup: float = Field(default=4.0, gt=1.0)
+    """The speed-up that passes and scores 1 (greater than ``noise_floor``; scored on a log scale between)."""
     timeout: float = Field(default=600, gt=0, le=MAX_TIMEOUT)
     """Seconds allowed for one benchmark run (at most a day)."""
     check: str | None = None
@@ -309,8 +314,11 @@ class CustomGraderSpec(_Spec):
     """A user grader loaded from an importable ``module:Class``."""
 
     use: str = Field(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+    """The grader class, ``module:Class``."""
     weight: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """Its weight among the objectives (finite, at least 0)."""
     role: Role = "objective"
+    """``objective`` (weighed into the score) or ``gate`` (must pass)."""
     folder: str | None = Field(default=".", validate_default=True)
     """Where ``use``'s module is looked for before the installed packages: the task file's folder by default
     (relative paths resolve against it); ``null`` for installed packages only."""
@@ -326,6 +334,7 @@ class EnvironmentSpec(_Spec):
     image: str | None = None
     """Docker image (``NAME[:TAG]`` or ``NAME@sha256:...``), for the docker sandbox."""
     network: bool = False
+    """Whether the candidate's commands (tests, benchmarks) may reach the network."""
     memory: str = "2g"
     """Memory limit, a size like ``512m`` or ``2g`` (from 6m, the engine's minimum, to 1024g)."""
     cpus: float = Field(default=1.0, ge=0.01, le=1024)
@@ -335,6 +344,8 @@ class EnvironmentSpec(_Spec):
     pids: int = Field(default=256, gt=0, le=4_194_304)
     """Processes at once (at most 4194304, the kernel's own limit)."""
     user: str = "1000:1000"
+    """The ``uid:gid`` commands run as: the docker sandbox's task user, and the isolated sandbox's (as root)
+    when the task sets it."""
     disk: str | None = None
     """Writable space of one sandbox, everything its commands write together (the repository's writes, ``/tmp``,
     ``HOME``, the private environment, reports): a size like ``512m``, below ``memory`` (docker's tmpfs pages
@@ -401,6 +412,8 @@ class TaskSpec(_Spec):
     task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
     """Short stable identifier (letters, digits, ``.``, ``_``, ``-``)."""
     type: TaskType
+    """What the patch is meant to do: ``refactor`` makes quality the objective, ``perf`` the benchmark, and test
+    evidence expects a regression test of ``bugfix`` and ``feature`` patches."""
     repo: str
     """A git repository (path or URL), a plain folder, or a ``.tar.gz``; relative to the task file."""
     base_revision: str | None = None
@@ -410,17 +423,27 @@ class TaskSpec(_Spec):
     env: dict[str, SecretStr] = Field(default_factory=dict)
     """Variables the candidate's commands may see; nothing else from the grader's environment leaks in."""
     tests: TestsSpec
+    """How the acceptance tests run and which tests decide the grade."""
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    """Rules on the diff itself: the constraints gate."""
     quality: QualitySpec | None = None
+    """Length and complexity limits: the objective of a refactor task, a gate otherwise."""
     perf: PerfSpec | None = None
+    """A benchmark timed on the base and the candidate: the perf component."""
     grading: GradingSpec = Field(default_factory=GradingSpec)
+    """The grading profile, the objectives' weights and the pass threshold."""
     graders: list[CustomGraderSpec] = Field(default_factory=list)
+    """Custom graders, each an objective or a gate."""
     environment: EnvironmentSpec = Field(default_factory=EnvironmentSpec)
+    """Where the task's commands run: the sandbox, its limits and the system they run on."""
     agent: AgentSpec = Field(default_factory=AgentSpec, exclude=True)
     """The agent's sandbox policy for ``gradeflow run``; left out of the spec hash (it grades nothing)."""
     review: ReviewSpec = Field(default_factory=ReviewSpec)
+    """What a reviewer expects the patch to touch and is asked about it."""
     security: SecuritySpec = Field(default_factory=SecuritySpec)
+    """The security hard-stop detector's thresholds."""
     compatibility: CompatibilitySpec = Field(default_factory=CompatibilitySpec)
+    """What the compatibility and data-loss hard-stop detectors compare."""
     issue: str | None = None
     """The task's issue text, given to the agent by ``gradeflow checkout`` (never part of the repository)."""
     issue_file: str | None = None

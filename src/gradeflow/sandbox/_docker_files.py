@@ -4,7 +4,7 @@ The container's root file system is read-only and every folder a command may wri
 tmpfs mount, which the engine's archive endpoints (``put_archive``/``get_archive``, ``docker cp``)
 neither write to nor see. So a tree goes in as a tar on the stdin of a ``python3`` inside the container,
 running as the user who is to own it, and a file or a tree comes out on the stdout of one. Only
-``python3`` is needed in the image (the README's requirement already).
+``python3`` is needed in the image (docs/concepts/sandboxes.md's requirement already).
 """
 
 from __future__ import annotations

@@ -46,8 +46,9 @@ def server_answers(api_url: str, timeout: float = PROBE_SECONDS) -> bool:
 
 def await_server(seconds: float) -> None:
     """Wait up to ``seconds`` for the Prefect server ``PREFECT_API_URL`` names to answer (it may be starting
-    beside this command, as in the README's start-up lines); ``InfraError`` (``prefect-unavailable``, exit 3,
-    one line naming the URL) when it does not. Prefect's client would end in a ``ConnectError`` traceback."""
+    beside this command, as in the start-up lines of docs/how-to/service.md); ``InfraError``
+    (``prefect-unavailable``, exit 3, one line naming the URL) when it does not. Prefect's client would end in a
+    ``ConnectError`` traceback."""
     url = str(PREFECT_API_URL.value() or "")
     if not url:  # no server named: Prefect's own temporary one, started by the first call
         return

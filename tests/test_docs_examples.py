@@ -1,8 +1,8 @@
-"""The README's examples run as written (folders and ports parameterised) and print what the README shows.
+"""The documentation's examples run as written (folders and ports parameterised) and print what the pages show.
 
 Shell lines run in bash with ``.venv/bin`` first on ``PATH`` (as after ``. .venv/bin/activate``), on the
 session's gradeflow home and its local Prefect server; Python blocks run as they are. Which fence each
-test covers: ``tests/docs_fences.py``.
+test covers: ``tests/docs_fences.py``. The service's examples run in ``tests/service/``.
 """
 
 from __future__ import annotations
@@ -19,12 +19,26 @@ from typing import Any
 import pytest
 import yaml
 
-from docs_fences import ROOT, fence, matches, shown
+from docs_fences import (
+    AGENTS,
+    AUTHORING,
+    DECISIONS,
+    EVALUATIONS,
+    FIRST_GRADE,
+    GRAPH,
+    INSTALL,
+    OWN_TASK,
+    ROOT,
+    SANDBOXES,
+    TASK_SPEC,
+    fence,
+    matches,
+    shown,
+)
 from gradeflow.models import TaskSpec
 from gradeflow.models.spec import EnvironmentSpec
 from gradeflow.profiles import available_profiles, load_profile
 
-README = (ROOT / "README.md").read_text()
 CALC = ROOT / "examples" / "calc"
 BIN = Path(sys.executable).parent
 
@@ -66,7 +80,7 @@ def _fixed_checkout(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_the_grade_examples_run_as_written(tmp_path: Path) -> None:
-    block = fence("README.md", "gradeflow grade examples/calc/task.yaml --patch")
+    block = fence(FIRST_GRADE, "gradeflow grade examples/calc/task.yaml --patch")
     lines = _commands(block.text)
     graded = _sh(lines[0], ROOT)
     assert graded.returncode == 0, graded.stderr
@@ -85,12 +99,12 @@ def test_the_grade_examples_run_as_written(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("as_a_user")
 def test_the_python_api_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    block = fence("README.md", "from gradeflow import grade, load_task")
+    block = fence(FIRST_GRADE, "from gradeflow import grade, load_task")
     folder = _calc_copy(tmp_path / "calc")
     shutil.copy(CALC / "reference.diff", folder / "agent.diff")
     monkeypatch.chdir(folder)
     names: dict[str, Any] = {}
-    exec(compile(block.text, "README.md", "exec"), names)
+    exec(compile(block.text, FIRST_GRADE, "exec"), names)
     result = names["result"]
     summary = re.search(r'result\.summary\(\)\s+# "(.+)"', block.text)
     assert summary and matches(summary.group(1), result.summary()), result.summary()
@@ -104,9 +118,9 @@ def test_the_custom_grader_loads_beside_the_task(tmp_path: Path) -> None:
 
     folder = _calc_copy(tmp_path / "calc")
     (folder / "mypkg").mkdir()
-    (folder / "mypkg" / "checks.py").write_text(fence("README.md", "from gradeflow.graders import Grader").text)
-    declared = re.search(r"Declare it in the task spec as `(graders: [^`]+)`", README)
-    assert declared, "the README's graders line"
+    (folder / "mypkg" / "checks.py").write_text(fence(AUTHORING, "from gradeflow.graders import Grader").text)
+    declared = re.search(r"Declare it in the task spec as `(graders: [^`]+)`", (ROOT / AUTHORING).read_text())
+    assert declared, "the page's graders line"
     with (folder / "task.yaml").open("a") as spec:
         spec.write(declared.group(1) + "\n")
     checkout = _fixed_checkout(tmp_path)
@@ -124,37 +138,45 @@ def _git(cwd: Path, *args: str) -> str:
 
 
 @pytest.mark.slow
-def test_task_new_runs_as_written(tmp_path: Path) -> None:
+def test_your_own_task_runs_as_written(tmp_path: Path) -> None:
+    """``task new`` on a repository, the agent's checkout, then (with the fix made there) its grade."""
     repo = tmp_path / "calc"
     shutil.copytree(CALC / "repo", repo)
     _git(repo, "init", "-q")
     _git(repo, "add", ".")
     _git(repo, "commit", "-qm", "base")
     shutil.copy(CALC / "reference.diff", tmp_path / "fix.diff")
-    [line] = _commands(fence("README.md", "gradeflow task new --repo").text)
-    done = _sh(line.replace("3f2a9c1", _git(repo, "rev-parse", "HEAD")), tmp_path)
+    derive, checkout, graded = _commands(fence(OWN_TASK, "gradeflow task new --repo").text)
+    done = _sh(derive.replace("3f2a9c1", _git(repo, "rev-parse", "HEAD")), tmp_path)
     assert done.returncode == 0, done.stderr
     assert _sh("gradeflow validate tasks/calc-add/task.yaml", tmp_path).returncode == 0
+    done = _sh(checkout, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _git(tmp_path / "work", "rev-list", "--count", "HEAD") == "1"
+    _git(tmp_path / "work", "apply", str(tmp_path / "fix.diff"))  # the agent's work
+    done = _sh(graded, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("PASS"), done.stdout
 
 
 def test_the_spec_reference_is_a_valid_spec() -> None:
-    spec = yaml.safe_load(fence("README.md", "task_id: calc-divzero").text)
+    spec = yaml.safe_load(fence(TASK_SPEC, "task_id: calc-divzero").text)
     TaskSpec.model_validate(spec)
 
 
 def test_the_profile_example_loads(tmp_path: Path) -> None:
-    (tmp_path / "mine.yaml").write_text(fence("README.md", "name: mine").text)
+    (tmp_path / "mine.yaml").write_text(fence(DECISIONS, "name: mine").text)
     assert load_profile(str(tmp_path / "mine.yaml")).name == "mine"
 
 
 def test_the_docker_environment_is_a_valid_spec() -> None:
     EnvironmentSpec.model_validate(
-        yaml.safe_load(fence("README.md", "environment: {sandbox: docker").text)["environment"]
+        yaml.safe_load(fence(SANDBOXES, "environment: {sandbox: docker").text)["environment"]
     )
 
 
 def test_the_layout_names_the_package_folders() -> None:
-    block = fence("README.md", "task.yaml + submission ──▶").text
+    block = fence(GRAPH, "task.yaml + submission ──▶").text
     named = re.findall(r"^  ([a-z_]+(?:/|\.py))", block.split("src/gradeflow/")[1], re.M)
     package = ROOT / "src" / "gradeflow"
     assert named and all((package / name).exists() for name in named), named
@@ -165,12 +187,12 @@ def test_the_layout_names_the_package_folders() -> None:
 @pytest.mark.slow
 def test_the_evaluation_examples_run_as_written(tmp_path: Path) -> None:
     """Every line but ``--dask-address``, which needs a Prefect server the cluster's workers reach:
-    ``tests/service/test_dask.py::test_the_readme_dask_line_runs_as_written`` runs it on a local Dask cluster."""
+    ``tests/service/test_dask.py::test_the_evaluations_dask_line_runs_as_written`` runs it on a local Dask cluster."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     shutil.copytree(CALC, tmp_path / "tasks" / "calc")
     prediction = {"instance_id": "calc-divzero", "model_patch": (CALC / "reference.diff").read_text()}
     (tmp_path / "preds.jsonl").write_text(json.dumps({**prediction, "model_name_or_path": "agent-x"}) + "\n")
-    lines = [line for line in _commands(fence("README.md", "gradeflow evaluate examples/suite.yaml").text)]
+    lines = [line for line in _commands(fence(EVALUATIONS, "gradeflow evaluate examples/suite.yaml").text)]
     for line in lines:
         if "--dask-address" in line:
             continue
@@ -196,7 +218,7 @@ def _my_agent(folder: Path) -> Path:
 def test_the_agent_example_runs_as_written(tmp_path: Path) -> None:
     shutil.copytree(CALC, tmp_path / "tasks" / "calc")
     installed = _my_agent(tmp_path / "opt" / "my-agent")
-    block = fence("README.md", "gradeflow run tasks/*/task.yaml --agent 'my-agent")
+    block = fence(AGENTS, "gradeflow run tasks/*/task.yaml --agent 'my-agent")
     run, report = _commands(block.text)
     done = _sh(run.replace("/opt/my-agent", str(installed)), tmp_path, ANTHROPIC_API_KEY="not-a-key")
     assert done.returncode == 0, done.stderr
@@ -207,7 +229,7 @@ def test_the_agent_example_runs_as_written(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_oracle_and_nop_exit_as_shown(tmp_path: Path) -> None:
     shutil.copytree(CALC, tmp_path / "tasks" / "calc")
-    for line in _commands(fence("README.md", "gradeflow run tasks/*/task.yaml --agent oracle").text):
+    for line in _commands(fence(AGENTS, "gradeflow run tasks/*/task.yaml --agent oracle").text):
         expected = int(re.search(r"# exit (\d)", line).group(1))  # type: ignore[union-attr]
         done = _sh(line, tmp_path)
         assert done.returncode == expected, (line, done.stderr)
@@ -220,7 +242,7 @@ def test_the_repo_env_example_runs_as_written(
 ) -> None:
     monkeypatch.chdir(ROOT)  # the example's paths are relative to the checkout
     names: dict[str, Any] = {}
-    exec(compile(fence("README.md", "from gradeflow.agents import").text, "README.md", "exec"), names)
+    exec(compile(fence(AGENTS, "from gradeflow.agents import").text, AGENTS, "exec"), names)
     assert capsys.readouterr().out.splitlines()[-1] == "1.0 merge-candidate"
 
 
@@ -228,8 +250,8 @@ def test_the_repo_env_example_runs_as_written(
 @pytest.mark.docker
 def test_the_docker_lines_run_as_written() -> None:
     if os.geteuid() != 0:
-        pytest.skip("the README runs these lines as root")
-    for line in fence("README.md", "# both as root").text.splitlines():
+        pytest.skip("the page runs these lines as root")
+    for line in fence(SANDBOXES, "# both as root").text.splitlines():
         if line and not line.startswith("#"):
             done = _sh(line, ROOT)
             assert done.returncode == 0, (line, done.stdout[-2000:], done.stderr[-2000:])
@@ -237,6 +259,7 @@ def test_the_docker_lines_run_as_written() -> None:
 
 @pytest.mark.slow
 def test_make_demo_runs_and_says_where_gradeflow_is() -> None:
-    done = _sh("make demo", ROOT)
+    [line] = [x for x in fence(INSTALL, "make demo").text.splitlines() if x.startswith("make demo")]
+    done = _sh(line, ROOT)
     assert done.returncode == 0, done.stdout[-3000:]
     assert ".venv/bin" in done.stdout.splitlines()[-1]
