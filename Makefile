@@ -24,8 +24,10 @@ demo: install
 # the slowest tests are listed at the end. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= auto
 
+# Tests marked timing (speed-up and CPU-share figures) run afterwards, alone: a second worker would be their noise.
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not timing"
+	$(PY) -m pytest -q -m timing --durations=5
 
 # A broken link or anchor, a page left out of the navigation or a reason code without an entry fails it.
 docs: install

@@ -30,7 +30,7 @@ from test_perf_integrity import (
     steady_honest_grade,
 )
 
-pytestmark = [pytest.mark.docker, pytest.mark.slow]
+pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.timing]
 
 OUTSIDE_CACHE = {
     "src/work.py": WORK.replace(

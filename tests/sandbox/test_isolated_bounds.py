@@ -19,7 +19,7 @@ from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox import _bwrap, _cgroups, _disk
 from gradeflow.sandbox.isolated import IsolatedSandbox, IsolatedSandboxFactory
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 _BUSY = (
     "python3 -c 'import os, time\nt = time.time()\nwhile time.time() - t < 2.5: pass\n"

@@ -21,6 +21,9 @@ from gradeflow.models import GradeComponent, PerfSpec, TaskSpec
 from gradeflow.sandbox import LocalSandboxFactory
 from gradeflow.tasks.perf import benchmark_files, output_digest
 
+# Speed-up figures: run after the parallel suite, on a machine no other test worker shares (make test).
+pytestmark = pytest.mark.timing
+
 N = 1_000_000
 EXPECTED = sum(i * i % 7 for i in range(N))
 

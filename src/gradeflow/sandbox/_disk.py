@@ -225,11 +225,13 @@ class DiskGuard(threading.Thread):
         self.tripped = False
 
     def run(self) -> None:
-        # Only what the disk lost while the command ran counts: a disk already low is the environment's.
-        start = {folder: _free(folder) for folder in self.folders}
+        # Only what the disk lost while the command ran counts: a disk already low is the environment's, and
+        # a sandbox disk a command found full (an earlier command filled it) stops it only once it takes more
+        # of it: the command may be the one that frees it (``rm``).
+        start = {folder: _free(folder) for folder in (*self.folders, *self.full)}
         period = _FULL_PERIOD if self.full else _GUARD_PERIOD
         while not self.halt.wait(period):
-            full = any(folder_full(folder) for folder in self.full)
+            full = any(_filled(folder, start[folder]) for folder in self.full)
             if full or any(_took_it_low(folder, start[folder]) for folder in self.folders):
                 self.tripped = True
                 kill_group(self.leader)
@@ -243,6 +245,16 @@ def _free(folder: str) -> tuple[int, int, int, int]:
     except OSError:
         return 0, 0, 0, 0
     return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize, info.f_favail, info.f_files
+
+
+def _filled(folder: str, start: tuple[int, int, int, int]) -> bool:
+    """The sandbox's own file system is full, and the command took some of it: it was not full when the command
+    started, or it has fewer bytes or inodes free than then."""
+    if not folder_full(folder):
+        return False
+    free, _, inodes_free, _ = _free(folder)
+    was_full = start[0] < FULL_BELOW or (start[3] > 0 and start[2] == 0)
+    return not was_full or free < start[0] or inodes_free < start[2]
 
 
 def _took_it_low(folder: str, start: tuple[int, int, int, int]) -> bool:
