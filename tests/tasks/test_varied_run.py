@@ -186,6 +186,11 @@ def test_code_that_behaves_only_under_pytest_is_for_review(grade_with: Callable[
     assert noticed.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
     fixed = grade_with([DIVIDE], FIX)
     assert (fixed.passed, fixed.decision, fixed.reason_codes) == (True, "merge-candidate", [])
+    # Where the tests step's time went: around the command, the command, the varied run.
+    spent = fixed.component("tests").details["time"]
+    assert set(spent) == {"copy_seal_sandbox_and_read", "test_command", "varied_run"}
+    assert all(seconds > 0 for seconds in spent.values()), spent
+    assert sum(spent.values()) <= fixed.timings["tests"] + 0.5
 
 
 # Raises only where the sandbox's pid 1 is bwrap's reaper, the grader's isolated sandbox: a sandbox tell.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
@@ -14,7 +15,7 @@ from gradeflow.errors import SubmissionError
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
-from gradeflow.graders.withheld import withhold_hidden_details
+from gradeflow.graders.withheld import withhold_hidden_details, withholds_hidden_details
 from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
@@ -58,18 +59,29 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     """The acceptance run, on a fresh copy of base + patch sealed to the base's test harness; when its required
     tests passed, their varied re-run (:mod:`gradeflow.tasks.varied`) on another fresh copy."""
     assert snapshot.workspace is not None
+    started = time.perf_counter()
     tree = working_copy(snapshot.workspace)
     try:
         sealed = seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
         evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
     finally:
         remove_tree(tree.parent, ignore_errors=True)
+    acceptance = time.perf_counter() - started
     varied = varied_run(task_spec, snapshot, baseline, sandboxes, evidence)
     if varied is not None:
         evidence = evidence.model_copy(update={"varied": varied})
+    spent = {
+        "copy_seal_sandbox_and_read": round(max(acceptance - evidence.duration, 0.0), 3),
+        "test_command": round(evidence.duration, 3),
+        "varied_run": round(time.perf_counter() - started - acceptance, 3),
+    }
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = withhold_hidden_details(task_spec, TestGrader().grade(context))
     component.details["sealed"] = sealed
+    if not withholds_hidden_details(task_spec):
+        # Where the step's time went: the tree's copy and sealing, the sandbox (environment mount, harness)
+        # and reading the report; the acceptance run's command; the varied run, whole.
+        component.details["time"] = spent
     component.details["canaries"] = (
         "checked" if baseline.tests.harness and baseline.tests.harness.canaries else "unsupported"
     )
