@@ -202,7 +202,10 @@ def test_every_entry_validates_and_runs_on_an_available_root(repo: str, version:
     entry = _entry(repo, version)
     assert RepoVersion.model_validate(entry.model_dump()) == entry
     assert entry.root in {"debian:bullseye", "debian:bookworm", "debian:trixie"}
-    assert entry.setup.startswith("python -m pip install 'pip==24.0' && ")
+    assert entry.setup.startswith(
+        "python -m pip install 'pip==24.0' && python -m pip config --site set global.cert "
+        "/etc/ssl/certs/ca-certificates.crt && "
+    )
     assert "pip install" in entry.setup and "-e " in entry.setup
     assert ("{junit}" in entry.test_command) == (entry.report == "junit")
     assert {"build-essential", "python3-dev", "git"} <= set(entry.packages)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gradeflow.authoring.patches import applied_tree
 from gradeflow.authoring.swebench import map_test_name
 from gradeflow.cli import main
+from gradeflow.errors import SpecError
 from gradeflow.spec import load_task
 
 COMMAND = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
@@ -249,6 +251,37 @@ def test_a_fix_that_also_edits_the_test_file_is_resolved_and_the_strict_reading_
     assert json.loads(capsys.readouterr().out)["strict_reading"] is None
 
 
+@pytest.mark.usefixtures("prefect")
+def test_an_edit_to_a_file_of_the_test_patch_is_reported_where_the_test_ids_name_no_file(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    instances.write_text(instances.read_text().splitlines()[1] + "\n")  # Django's names: module.Class::test
+    unittest = {"setup": None, "test_command": "cd tests && PYTHONPATH=.. python -m unittest -v unit.test_units"}
+    commands.write_text(yaml.safe_dump({"acme/calc": {"2.0": unittest | {"report": "django-log"}}}))
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    folder = out / "acme__calc-2"
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    assert spec["constraints"]["protected"] == ["tests/unit/test_old.py", "tests/unit/test_units.py"]
+    # The fix, plus the agent's own test in a file the test patch replaces (as a model's patch of django-11999 does).
+    mirror = tmp_path / "agent"
+    subprocess.run(["git", "clone", "-q", str(repos / "acme__calc"), str(mirror)], check=True)
+    subprocess.run(["git", "-C", str(mirror), "apply", str(folder / "reference.diff")], check=True)
+    with (mirror / "tests" / "unit" / "test_units.py").open("a") as handle:
+        handle.write(
+            "\n\nclass AgentTests(unittest.TestCase):\n    def test_agent(self):\n        self.assertTrue(sub)\n"
+        )
+    patch = tmp_path / "agent.diff"
+    patch.write_text(_git(mirror, "diff"))
+    capsys.readouterr()
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(patch), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["passed"], result["strict_reading"]["decision"]) == (True, "rejected")
+    assert result["strict_reading"]["messages"] == ["protected: tests/unit/test_units.py is protected and was modified"]
+
+
 def test_swebench_repositories_need_no_commands_file(
     dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -282,6 +315,33 @@ def test_swebench_repositories_need_no_commands_file(
         True,
         "reset",
     )
+
+
+def test_only_the_files_a_patch_touches_are_written_to_apply_it(tmp_path: Path) -> None:
+    # A whole checkout of Django's 6,000 files, twice per row, made the import take half a minute a row.
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    for name in ("a.py", "b.py", "c[1].py", "old.py"):
+        (repo / "pkg" / name).write_text(f"# {name}\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    (repo / "pkg" / "c[1].py").write_text("# changed\n")
+    (repo / "pkg" / "new.py").write_text("# new\n")
+    (repo / "pkg" / "old.py").unlink()
+    _git(repo, "add", "-A")
+    patch = _git(repo, "diff", "--cached", base)
+    with applied_tree(repo, base, patch, "the test patch", only_patched=True) as tree:
+        written = sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file() and ".git" not in p.parts)
+        assert written == ["pkg/c[1].py", "pkg/new.py"]
+        assert (tree / "pkg" / "c[1].py").read_text() == "# changed\n"
+    _git(repo, "commit", "-qm", "patched")  # the patch no longer applies to the new head
+    with (
+        pytest.raises(SpecError, match="the gold patch: does not apply"),
+        applied_tree(repo, "HEAD", patch, "the gold patch", only_patched=True),
+    ):
+        pass
 
 
 def test_a_bare_name_is_an_id_where_the_log_names_tests_by_function_only() -> None:

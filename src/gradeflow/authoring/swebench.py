@@ -12,7 +12,8 @@ follow SWE-bench's pass rule: a pass-to-pass test skipped on the candidate is ke
 (``tests.skipped_pass_to_pass: kept``) and an expected failure counts as a pass (``tests.xfail: pass``); and
 its procedure: the files the test patch touches are reset to the base and the test patch laid over them
 before every run, and a candidate's edits to them are reported, not failed (``tests.hidden_edits: reset``;
-the grade's ``strict_reading`` says what gradeflow's stricter reading decides).
+they are ``constraints.protected``, so the grade's ``strict_reading`` says what gradeflow's stricter reading
+decides whatever the test ids name).
 
 Test names: a pytest node id is kept as it is; Django's ``test_name (module.Class)`` (also the Python
 3.11 spelling ``test_name (module.Class.test_name)``) becomes ``module.Class::test_name``, the JUnit form
@@ -217,9 +218,9 @@ def _write_hidden(mirror: Path, base: str, row: dict[str, Any], folder: Path) ->
     """The test patch as hidden tests in ``folder``: copied-in files when it only adds or edits, else a patch."""
     blocks = split_diff(row["test_patch"])
     try:
-        with applied_tree(mirror, base, row["patch"], "the gold patch"):
+        with applied_tree(mirror, base, row["patch"], "the gold patch", only_patched=True):
             pass
-        with applied_tree(mirror, base, row["test_patch"], "the test patch") as tree:
+        with applied_tree(mirror, base, row["test_patch"], "the test patch", only_patched=True) as tree:
             if blocks and all(b.adds_or_edits for b in blocks):
                 copy_files(tree, [b.new for b in blocks if b.new], folder / HIDDEN_FOLDER)
                 return {"hidden": HIDDEN_FOLDER}
@@ -227,6 +228,13 @@ def _write_hidden(mirror: Path, base: str, row: dict[str, Any], folder: Path) ->
         raise _Skip(str(exc)) from None
     (folder / HIDDEN_PATCH_FILE).write_text(row["test_patch"], encoding="utf-8", errors="surrogateescape")
     return {"hidden_patch": HIDDEN_PATCH_FILE}
+
+
+def _test_patch_files(test_patch: str) -> list[str]:
+    """The files the test patch touches: protected, so an edit to them is the protected-file edit the grade's
+    ``strict_reading`` reports (set aside under ``hidden_edits: reset``). Test ids name no file where they
+    are not node ids (Django's ``module.Class::test``), so this is said here for every row."""
+    return sorted({path for block in split_diff(test_patch) for path in (block.old, block.new) if path})
 
 
 def _convert(
@@ -268,6 +276,7 @@ def _convert(
         "base_revision": base,
         "setup": made.setup,
         "tests": tests | SWEBENCH_PASS_RULE,
+        "constraints": {"protected": _test_patch_files(row["test_patch"])},
         "environment": made.environment or None,
         "env": made.env or None,
         "issue": row.get("problem_statement") or None,
