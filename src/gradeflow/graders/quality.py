@@ -61,6 +61,7 @@ from typing import Any
 from gradeflow.graders.base import Grader, GradingContext
 from gradeflow.models import GradeComponent, Role
 from gradeflow.models.evidence import FunctionMetrics, UnitKind
+from gradeflow.text import parse_python
 
 __all__ = ["QualityGrader", "SourceError", "measure_source", "measure_units"]
 
@@ -102,7 +103,7 @@ def measure_units(path: str, source: str) -> list[FunctionMetrics]:
     Raises :class:`SourceError` as :func:`measure_source` does.
     """
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse_python(source, filename=path)
     except SyntaxError as exc:
         raise SourceError(path, exc.lineno, exc.msg) from None
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -42,6 +42,7 @@ from gradeflow.integrity.tamper_rules import (
     runner_rule,
 )
 from gradeflow.models.evidence import TamperFinding, TamperKind
+from gradeflow.text import parse_python
 
 __all__ = ["scan_python", "unscannable"]
 
@@ -87,7 +88,7 @@ def scan_python(
     Raises :class:`~gradeflow.integrity.bounded.BudgetExceeded` when ``deadline`` passes during the walk.
     """
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
         return _Scanner(path, _bindings(tree), depth, deadline).run(tree)
     except (SyntaxError, ValueError):
         return None

@@ -25,6 +25,7 @@ from gradeflow.models import TaskSpec
 from gradeflow.models.globs import matches_any
 from gradeflow.tasks._functions import touched_lines
 from gradeflow.tasks.snapshot import Snapshot
+from gradeflow.text import parse_python
 
 __all__ = ["function_lines", "reach_targets"]
 
@@ -54,7 +55,7 @@ def reach_targets(task_spec: TaskSpec, snapshot: Snapshot) -> dict[str, list[int
 def function_lines(source: str, added: set[int]) -> list[int]:
     """The lines that run when code at one of ``added`` (line numbers of ``source``) runs inside a function."""
     try:
-        tree = ast.parse(source)
+        tree = parse_python(source)
     except (SyntaxError, ValueError, RecursionError):
         return []
     statements: list[ast.stmt] = []

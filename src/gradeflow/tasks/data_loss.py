@@ -16,6 +16,7 @@ from gradeflow.graders.data_loss import DataLossFinding, FileSize, data_loss_fin
 from gradeflow.integrity.bounded import PARSE_ERRORS
 from gradeflow.models import ChangedFile
 from gradeflow.tasks._git import git
+from gradeflow.text import parse_python
 
 __all__ = ["data_loss_between", "data_loss_from", "defined_tests"]
 
@@ -30,7 +31,7 @@ def _show(repo: Path, rev: str, path: str) -> str | None:
 def defined_tests(path: str, text: str | None) -> set[str]:
     """``path::name`` of each ``test_*`` function at module level or in a ``Test*`` class of ``text``."""
     try:
-        tree = ast.parse(text or "")
+        tree = parse_python(text or "")
     except PARSE_ERRORS:  # a nesting too deep for the parser, null bytes: the candidate's file defines no test
         return set()
     bodies = [tree.body] + [n.body for n in tree.body if isinstance(n, ast.ClassDef) and n.name.startswith("Test")]
