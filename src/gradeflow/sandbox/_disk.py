@@ -56,8 +56,10 @@ __all__ = [
     "image_size",
 ]
 
-FULL_BELOW = 64 * 1024
-"""A sandbox's file system with less than this many bytes free to commands (or no inode left) is full."""
+FULL_BELOW = 1024 * 1024
+"""A sandbox's file system with less than this many bytes free to commands (or no inode left) is full: ext4
+answers a big write with ENOSPC while a few hundred kilobytes still show free (blocks it keeps for its own
+metadata), so the threshold sits above that."""
 _MIB = 1024 * 1024
 _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 # No blocks kept for root: writes through an overlay are made with its mounter's rights (root) and would take them.

@@ -229,7 +229,9 @@ class IsolatedSandbox(LocalSandbox):
             else ((str(self._scratch / "home"), self._home), (self._tree, self.workspace)),
             hostname="sandbox" if self._shape is None else self._shape.hostname,
             machine=None if self._shape is None or settings.network else (self._shape.first_pid, self._shape.interface),
-            file_size_limit=self._shape is None or groups is None,
+            # A disk of the sandbox's own bounds every file by filling up; a per-file limit of the same size would
+            # stop the one big file just short of full (EFBIG, which Python takes as an OSError), unseen.
+            file_size_limit=(self._shape is None or groups is None) and not bounded,
             network=settings.network,
             uid=settings.uid if self._as_root else None,
             gid=settings.gid if self._as_root else None,
