@@ -137,19 +137,15 @@ def run_test_command(
         return _from_log(task, sandbox, evidence, started, (harness, against, recorder), candidate=base is not None)
     try:
         report = sandbox.read_output(JUNIT_NAME, MAX_JUNIT_BYTES)
-    except OutputTooLarge as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except (ValueError, OSError) as exc:
-        return evidence.model_copy(update={"junit_error": str(exc)})
+        return _unusable(evidence, exc)
     if report is None:
         return evidence
     data, mtime = report
     try:
         cases = parse_junit(data)
-    except JUnitTooLarge as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except JUnitError as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
+        return _unusable(evidence, exc)
     evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
     if harness is not None:
         return _harness_check(task, sandbox, harness, evidence, data, against)
@@ -170,19 +166,15 @@ def _from_log(
     harness, against, recorder = recorders
     try:
         found = sandbox.read_output(LOG_NAME, MAX_LOG_BYTES)
-    except OutputTooLarge as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except (ValueError, OSError) as exc:
-        return evidence.model_copy(update={"junit_error": str(exc)})
+        return _unusable(evidence, exc)
     data, mtime = found if found is not None else (b"", started)
     tail = data[-4000:].decode("utf-8", "replace")[-2000:]
     evidence = evidence.model_copy(update={"output_tail": tail})
     try:
         cases = parse_log(task.tests.report, data)
-    except JUnitTooLarge as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
     except JUnitError as exc:
-        return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
+        return _unusable(evidence, exc)
     if not cases:
         why = f"the output holds no test outcome in the {task.tests.report} format"
         return evidence.model_copy(update={"junit_error": why})
@@ -222,6 +214,16 @@ def _recorder_check(
         shown = ", ".join(forged[:3]) + (" …" if len(forged) > 3 else "")
         update |= {"junit_tampered": True, "junit_error": f"the log says passed but the test did not pass: {shown}"}
     return evidence.model_copy(update=update)
+
+
+def _unusable(evidence: TestRunEvidence, exc: ValueError | OSError) -> TestRunEvidence:
+    """The evidence of a report (JUnit or log) that could not be read or parsed: over its cap (found, too
+    large), malformed (found), or not readable at all."""
+    if isinstance(exc, (OutputTooLarge, JUnitTooLarge)):
+        return evidence.model_copy(update={"junit_found": True, "junit_too_large": True, "junit_error": str(exc)})
+    if isinstance(exc, JUnitError):
+        return evidence.model_copy(update={"junit_found": True, "junit_error": str(exc)})
+    return evidence.model_copy(update={"junit_error": str(exc)})
 
 
 def _with_harness(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
