@@ -1,16 +1,17 @@
-"""What the varied re-run adds to the tests step of a passing grade, beside the main run, in one run.
+"""What the varied re-run adds to the tests step of a passing grade, in one run, side by side.
 
 For each example (examples/calc: a bugfix whose two fail_to_pass tests are run again; examples/tidy: a
 refactor whose five pass_to_pass tests are) with its reference patch, alternates N times, in the same
 process and the local sandbox:
 
 - **main run only**: the tests step (``run_tests.fn``) with the varied re-run left out;
-- **with varied run**: the tests step as a grade runs it (the main run, then the passed tests again, each
-  call in a forked child with pytest's marks off the process, on a fresh sealed copy).
+- **varied run after**: the tests step with the varied run started once the main run passed
+  (``GRADEFLOW_VARIED_RUN=after``: the passed tests again, each call in a forked child with pytest's marks off
+  the process, on a fresh sealed copy);
+- **varied run beside**: the same varied run started beside the main run (``GRADEFLOW_VARIED_RUN=beside``).
 
-    ratio = mean["with varied run"] / mean["main run only"]
-    print(f"  the varied run adds {added:+.3f} s to a passing grade's tests step ({ratio:.2f}x)")
-nothing: it gets no varied run).
+Each line after the means is what the varied run adds over the main run only, in seconds and as a ratio (a
+candidate whose required tests fail gets no varied run after the main run; beside it, one left unread).
 
     python bench/varied_run.py [N]          (GRADEFLOW_BENCH_SANDBOX=isolated: in the isolated sandbox)
 """
@@ -51,17 +52,27 @@ def bench(example: str, n: int) -> None:
                 tests.varied_run = real
             return outcome.component.passed and outcome.evidence.varied is None
 
-        def with_varied() -> bool:
-            outcome = tests.run_tests.fn(task, snap, base, factory)
-            varied = outcome.evidence.varied
-            return outcome.component.passed and varied is not None and set(varied.outcomes.values()) == {"passed"}
+        def with_varied(when: str) -> Callable[[], bool]:
+            def step() -> bool:
+                os.environ["GRADEFLOW_VARIED_RUN"] = when
+                outcome = tests.run_tests.fn(task, snap, base, factory)
+                varied = outcome.evidence.varied
+                passed = varied is not None and set(varied.outcomes.values()) == {"passed"}
+                return outcome.component.passed and passed
+
+            return step
 
         print(f"{example}:")
-        steps: dict[str, Callable[[], bool]] = {"main run only": main_only, "with varied run": with_varied}
-        mean = alternated(steps, n, example, indent="  ", width=16)
-    added = mean["with varied run"] - mean["main run only"]
-    ratio = mean["with varied run"] / mean["main run only"]
-    print(f"  the varied run adds {added:+.3f} s to a passing grade's tests step ({ratio:.2f}x)")
+        steps: dict[str, Callable[[], bool]] = {
+            "main run only": main_only,
+            "varied run after": with_varied("after"),
+            "varied run beside": with_varied("beside"),
+        }
+        mean = alternated(steps, n, example, indent="  ", width=17)
+    for label in ("varied run after", "varied run beside"):
+        added = mean[label] - mean["main run only"]
+        ratio = mean[label] / mean["main run only"]
+        print(f"  {label}: adds {added:+.3f} s to a passing grade's tests step ({ratio:.2f}x)")
 
 
 def main() -> None:

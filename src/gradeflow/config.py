@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["cache_dir", "gradeflow_version"]
+from gradeflow.errors import SpecError
+
+__all__ = [
+    "ENV_CAP_VARIABLE",
+    "VARIED_RUN_SETTINGS",
+    "byte_size",
+    "cache_dir",
+    "env_cap",
+    "gradeflow_version",
+    "varied_beside_main",
+]
+
+VARIED_RUN_SETTINGS = ("auto", "beside", "after")
+
+ENV_CAP_VARIABLE = "GRADEFLOW_ENV_CAP"
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def gradeflow_version() -> str:
@@ -21,3 +37,39 @@ def cache_dir() -> Path:
     root = Path(os.environ.get("GRADEFLOW_HOME") or Path.home() / ".cache" / "gradeflow")
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def env_cap() -> int | None:
+    """The most the environment store (roots and bases) may hold, in bytes: ``$GRADEFLOW_ENV_CAP``, e.g. ``50G``.
+
+    ``None`` (no cap, the default) when it is unset or empty; ``SpecError`` naming the variable and its
+    value when it is not a size.
+    """
+    value = os.environ.get(ENV_CAP_VARIABLE, "").strip()
+    return byte_size(value, ENV_CAP_VARIABLE) if value else None
+
+
+def byte_size(value: str, where: str) -> int:
+    """Bytes in a size like ``50G``, ``500M``, ``1.5T`` or ``4096`` (K, M, G, T: powers of 1024; a ``B`` or
+    ``iB`` may follow); ``SpecError`` naming ``where`` and ``value`` otherwise."""
+    size = _SIZE.fullmatch(value.strip())
+    if size is None:
+        raise SpecError(f"{where}: {value!r} is not a size like 50G, 500M or 1.5T")
+    return int(float(size.group(1)) * 1024 ** " kmgt".index(size.group(2).lower() or " "))
+
+
+def varied_beside_main() -> bool:
+    """Whether a grade starts its varied run beside the main run (``GRADEFLOW_VARIED_RUN``).
+
+    ``after``: once the main run is over, and only when its required tests passed (the least CPU: a failing
+    candidate pays for no second run). ``beside``: at once, on the tests the main run must pass (a passing
+    grade's tests step takes about one run's time; a failing one's varied run is left unread). ``auto``, the
+    default: ``beside`` while a core is idle (the one-minute load average at least one below the cores this
+    process may use), else ``after``. The verdict is the same either way."""
+    setting = os.environ.get("GRADEFLOW_VARIED_RUN", "auto").strip().lower() or "auto"
+    if setting not in VARIED_RUN_SETTINGS:
+        raise SpecError(f"GRADEFLOW_VARIED_RUN: {setting!r} is not one of {', '.join(VARIED_RUN_SETTINGS)}")
+    if setting != "auto":
+        return setting == "beside"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores >= 2 and cores - os.getloadavg()[0] >= 1.0

@@ -12,6 +12,7 @@ import pytest
 
 from fakes import diff
 from gradeflow import grade
+from gradeflow.errors import SpecError
 from gradeflow.models import GradeResult, TaskSpec
 
 pytestmark = [pytest.mark.usefixtures("prefect"), pytest.mark.slow]
@@ -179,17 +180,26 @@ def test_an_honest_suite_of_every_shape_passes_its_varied_run(
     assert varied == {"outcomes": dict.fromkeys(SHAPE_IDS, "passed"), "problem": None}
 
 
-def test_code_that_behaves_only_under_pytest_is_for_review(grade_with: Callable[[list[str], str], GradeResult]) -> None:
+@pytest.mark.parametrize("when", ["after", "beside"])
+def test_code_that_behaves_only_under_pytest_is_for_review(
+    grade_with: Callable[[list[str], str], GradeResult], when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same verdicts whether the varied run starts after the main run or beside it (GRADEFLOW_VARIED_RUN).
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", when)
     noticed = grade_with([DIVIDE], NOTICING)
     assert (noticed.status, noticed.passed, noticed.decision) == ("graded", False, "human-review"), noticed.messages
     assert noticed.reason_codes == ["outcome-varies-with-environment"]
     assert noticed.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
     fixed = grade_with([DIVIDE], FIX)
     assert (fixed.passed, fixed.decision, fixed.reason_codes) == (True, "merge-candidate", [])
-    # Where the tests step's time went: around the command, the command, the varied run.
-    spent = fixed.component("tests").details["time"]
+    assert fixed.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "passed"}
+    # Where the tests step's time went: around the command, the command, the varied run (begun after the main
+    # run, its whole time; begun beside it, the wait for its end).
+    spent = dict(fixed.component("tests").details["time"])
+    assert spent.pop("varied_run_beside_main") is (when == "beside")
     assert set(spent) == {"copy_seal_sandbox_and_read", "test_command", "varied_run"}
-    assert all(seconds > 0 for seconds in spent.values()), spent
+    assert spent["copy_seal_sandbox_and_read"] > 0 and spent["test_command"] > 0, spent
+    assert spent["varied_run"] > 0 or when == "beside", spent
     assert sum(spent.values()) <= fixed.timings["tests"] + 0.5
 
 
@@ -201,7 +211,11 @@ TELLING = (
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a shaped isolated run changes pid 1 as root only")
-def test_code_that_behaves_only_in_the_graders_sandbox_is_for_review(tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["after", "beside"])
+def test_code_that_behaves_only_in_the_graders_sandbox_is_for_review(
+    tmp_path: Path, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", when)
     repo = tmp_path / "repo"
     for name, text in {"src/calc.py": CALC, "tests/test_divide.py": DIVIDE_TEST}.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
@@ -215,10 +229,24 @@ def test_code_that_behaves_only_in_the_graders_sandbox_is_for_review(tmp_path: P
     assert told.component("tests").details["varied_run"]["outcomes"] == {DIVIDE: "failed"}
 
 
-def test_a_failing_candidate_gets_no_varied_run(grade_with: Callable[[list[str], str], GradeResult]) -> None:
+@pytest.mark.parametrize("when", ["after", "beside"])
+def test_a_failing_candidate_gets_no_varied_run(
+    grade_with: Callable[[list[str], str], GradeResult], when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Begun beside the main run, a varied run of a candidate whose required tests failed is left unread.
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", when)
     missed = grade_with([DIVIDE], CALC + ADD)
     assert "fail-to-pass-failing" in missed.reason_codes
     assert "varied_run" not in missed.component("tests").details
+    assert missed.component("tests").details["time"]["varied_run_beside_main"] is (when == "beside")
+
+
+def test_a_varied_run_setting_that_is_not_one_fails_the_grade_with_its_name(
+    grade_with: Callable[[list[str], str], GradeResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", "sideways")
+    with pytest.raises(SpecError, match="GRADEFLOW_VARIED_RUN: 'sideways' is not one of auto, beside, after"):
+        grade_with([DIVIDE], FIX)
 
 
 # Only in the varied call (faulthandler off): writes "the call passed" on the pipe the child reports on (found

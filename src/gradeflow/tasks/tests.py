@@ -24,7 +24,7 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
-from gradeflow.tasks.varied import varied_run
+from gradeflow.tasks.varied import varied_ahead, varied_run
 
 __all__ = ["AcceptanceListener", "TestsOutcome", "acceptance_listener", "run_tests"]
 
@@ -60,20 +60,30 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     tests passed, their varied re-run (:mod:`gradeflow.tasks.varied`) on another fresh copy."""
     assert snapshot.workspace is not None
     started = time.perf_counter()
-    tree = working_copy(snapshot.workspace)
+    ahead = varied_ahead(task_spec, snapshot, baseline, sandboxes)
     try:
-        sealed = seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
-        evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
+        tree = working_copy(snapshot.workspace)
+        try:
+            sealed = seal_acceptance_tree(
+                task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec)
+            )
+            evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
+        finally:
+            remove_tree(tree.parent, ignore_errors=True)
+        acceptance = time.perf_counter() - started
+        varied = varied_run(task_spec, snapshot, baseline, sandboxes, evidence, ahead)
     finally:
-        remove_tree(tree.parent, ignore_errors=True)
-    acceptance = time.perf_counter() - started
-    varied = varied_run(task_spec, snapshot, baseline, sandboxes, evidence)
+        if ahead is not None:
+            ahead.wait()
     if varied is not None:
         evidence = evidence.model_copy(update={"varied": varied})
-    spent = {
+    spent: dict[str, float | bool] = {
         "copy_seal_sandbox_and_read": round(max(acceptance - evidence.duration, 0.0), 3),
         "test_command": round(evidence.duration, 3),
+        # What the varied run added to the step: its whole time after the main run, or, begun beside it, the
+        # wait for its end once the main run was over.
         "varied_run": round(time.perf_counter() - started - acceptance, 3),
+        "varied_run_beside_main": ahead is not None,
     }
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = withhold_hidden_details(task_spec, TestGrader().grade(context))

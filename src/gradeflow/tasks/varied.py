@@ -16,18 +16,26 @@ no ``PYTHONHASHSEED`` so Python draws one, as far as the kind of sandbox allows)
 does not is ``outcome-varies-with-environment``, for a person to look at. What the harness notes in a forked call
 (the child sends it, signed, with the call's outcome) is checked against the base run like the main run's
 notes: a varied run whose record shows tampering is ``junit-tampered``. A candidate whose required tests
-failed pays nothing: no varied run.
+failed pays nothing: no varied run. Where a core is idle (``GRADEFLOW_VARIED_RUN``), the varied run starts
+beside the main run instead of after it (:class:`VariedAhead`) and the main run's outcome decides whether it
+counts: a passing grade's tests step then takes about one run's time, not two.
 """
 
 from __future__ import annotations
 
+import contextvars
+import threading
+from collections.abc import Callable
+from functools import partial
+
+from gradeflow.config import varied_beside_main
 from gradeflow.errors import SubmissionError
 from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import counts_as_passed
 from gradeflow.integrity.harness import Varied
 from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import TestRunEvidence, VariedRunEvidence
+from gradeflow.models.evidence import TestCaseResult, TestRunEvidence, VariedRunEvidence
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.sandbox.shape import Shape
 from gradeflow.tasks._junit import junit_names
@@ -35,7 +43,7 @@ from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
 
-__all__ = ["rerun_ids", "varied_run"]
+__all__ = ["VariedAhead", "rerun_ids", "varied_ahead", "varied_run"]
 
 
 def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
@@ -57,14 +65,44 @@ def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
 
 
 def varied_run(
-    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, main: TestRunEvidence
+    task_spec: TaskSpec,
+    snapshot: Snapshot,
+    baseline: Baseline,
+    sandboxes: SandboxFactory,
+    main: TestRunEvidence,
+    ahead: VariedAhead | None = None,
 ) -> VariedRunEvidence | None:
     """The varied re-run of :func:`rerun_ids` on a fresh sealed copy, or ``None`` when there is nothing to
-    repeat, the main run is not usable, or the task's runs have no harness (the base's run never joined it)."""
+    repeat, the main run is not usable, or the task's runs have no harness (the base's run never joined it).
+
+    ``ahead`` (:func:`varied_ahead`), a varied run started beside the main run, is taken as this run when it
+    repeated exactly the tests this one would and selected them by the same names; otherwise it is left
+    unused and the varied run starts now, as without it."""
     ids = rerun_ids(task_spec, main)
     usable = main.junit_found and not (main.junit_error or main.junit_tampered or main.timed_out)
     if not ids or not usable or baseline.tests.harness is None or snapshot.workspace is None:
         return None
+    select = _selection(ids, main.cases)
+    if ahead is not None and (early := ahead.taken_for(ids, select)) is not None:
+        return early
+    return _run(task_spec, snapshot, baseline, sandboxes, ids, select)
+
+
+def _selection(ids: list[str], cases: list[TestCaseResult]) -> list[str]:
+    """The ids as written and as a run's report spelled them: pytest selects by node id, and a spec's id may be
+    the report's spelling instead (a Django-style id, a package prefix the rootdir drops)."""
+    return [*ids, *junit_names(ids, cases)]
+
+
+def _run(
+    task_spec: TaskSpec,
+    snapshot: Snapshot,
+    baseline: Baseline,
+    sandboxes: SandboxFactory,
+    ids: list[str],
+    select: list[str],
+) -> VariedRunEvidence:
+    assert snapshot.workspace is not None
     tree = working_copy(snapshot.workspace)
     try:
         seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
@@ -73,9 +111,6 @@ def varied_run(
         except (OSError, SubmissionError) as exc:
             return VariedRunEvidence(tests=ids, problem=f"hidden tests cannot be injected: {exc}")
         varied = Varied.drawn()
-        # The ids as written and as the main run's report spelled them: pytest selects by node id, and a spec's
-        # id may be the report's spelling instead (a Django-style id, a package prefix the rootdir drops).
-        select = [*ids, *junit_names(ids, main.cases)]
         harness = start_harness(task_spec, tree, None, baseline.tests, select=select, hidden=hidden, varied=varied)
         shaped = sandboxes.shaped(Shape.drawn(_project_name(task_spec)))
         with task_sandbox(task_spec, tree, baseline, shaped) as sandbox:
@@ -87,6 +122,60 @@ def varied_run(
     return VariedRunEvidence(
         tests=ids, outcomes=outcomes, problem=_problem(run), tampered=tampered, duration=run.duration
     )
+
+
+class VariedAhead:
+    """A varied run started beside the main run, on the tests :func:`rerun_ids` gives when every one of them
+    passes, selected by the base run's spelling of their names. The main run's outcome decides, as ever,
+    whether it counts: :func:`varied_run` takes it only for those same tests and names, so a grade's verdict
+    is the one the varied run after the main run gives. Its cost is the varied run's, on a core that was
+    idle, and for a candidate whose required tests fail, a varied run nobody reads."""
+
+    def __init__(self, run: Callable[[], VariedRunEvidence], ids: list[str], select: list[str]) -> None:
+        self.ids, self.select = ids, select
+        self._result: VariedRunEvidence | None = None
+        self._error: BaseException | None = None
+        context = contextvars.copy_context()  # the grade's bound log fields go with it
+        self._thread = threading.Thread(
+            target=context.run, args=(self._work, run), name="gradeflow-varied-ahead", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, run: Callable[[], VariedRunEvidence]) -> None:
+        try:
+            self._result = run()
+        except BaseException as exc:  # handed to the caller that takes the run, with its traceback
+            self._error = exc
+
+    def wait(self) -> None:
+        """Until the run is over (its tree removed, its sandbox closed): a grade leaves no run behind it."""
+        self._thread.join()
+
+    def taken_for(self, ids: list[str], select: list[str]) -> VariedRunEvidence | None:
+        """This run's evidence when it repeated ``ids`` selected as ``select``, else ``None``; what the run
+        raised is raised here when it is taken, as a varied run started after the main run would raise it."""
+        if ids != self.ids or sorted(select) != sorted(self.select):
+            return None
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def varied_ahead(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory
+) -> VariedAhead | None:
+    """A varied run started now, beside the main run, when ``GRADEFLOW_VARIED_RUN`` says so (``beside``, or
+    ``auto`` with a core to spare) and the task has one to run; else ``None`` (it runs after the main run)."""
+    spec = task_spec.tests
+    if not spec.varied_run or baseline.tests.harness is None or snapshot.workspace is None:
+        return None
+    quarantine = set(spec.quarantine)
+    ids = [t for t in spec.fail_to_pass if t not in quarantine] or [t for t in spec.pass_to_pass if t not in quarantine]
+    if not ids or not varied_beside_main():
+        return None
+    select = _selection(ids, baseline.tests.cases)
+    return VariedAhead(partial(_run, task_spec, snapshot, baseline, sandboxes, ids, select), ids, select)
 
 
 def _project_name(task_spec: TaskSpec) -> str:
