@@ -1,17 +1,30 @@
-"""``gradeflow env list`` and ``env prune`` on real folders: least recently used first, held or recent ones kept."""
+"""``gradeflow env list``, ``env prune`` and the store's cap on real folders: least recently used first; held,
+recent, just built ones and what is not an entry kept."""
 
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
+import re
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from gradeflow.cli import main
-from gradeflow.environments.store import RECENT, prune, stored
+from gradeflow.config import byte_size, env_cap
+from gradeflow.environments import roots
+from gradeflow.environments.store import RECENT, enforce_cap, in_use, prune, stored, touch_used
+from gradeflow.errors import SpecError
+from gradeflow.logs import configure_logging
+
+MIB = 1024 * 1024
 
 
 @pytest.fixture
@@ -19,6 +32,7 @@ def kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """Two roots and two bases of known sizes and last uses (days ago), under a private home."""
     monkeypatch.setenv("GRADEFLOW_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("GRADEFLOW_ROOTS", str(tmp_path / "roots"))
+    monkeypatch.delenv("GRADEFLOW_ENV_CAP", raising=False)
     now = time.time()
     made = {}
     for kind, name, mib, days in [
@@ -73,9 +87,179 @@ def test_prune_by_age_keeps_what_is_held_or_just_used(
 
 def test_bad_input_exits_2_with_one_line(kept: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["env", "prune"]) == 2
-    assert "give --max-size, --unused-for or both" in capsys.readouterr().err
+    assert "give --cap, --unused-for or both (or set GRADEFLOW_ENV_CAP)" in capsys.readouterr().err
     assert main(["env", "prune", "--unused-for", "soon"]) == 2
     assert "--unused-for: 'soon' is not a duration" in capsys.readouterr().err
-    assert main(["env", "prune", "--max-size", "lots"]) == 2
-    assert "--max-size:" in capsys.readouterr().err
+    assert main(["env", "prune", "--cap", "lots"]) == 2
+    assert capsys.readouterr().err == "gradeflow: error: --cap: 'lots' is not a size like 50G, 500M or 1.5T\n"
     assert all(folder.exists() for folder in kept.values())
+
+
+@pytest.fixture
+def logged() -> Iterator[io.StringIO]:
+    """gradeflow's log lines (JSON, through its redacting pipeline) at INFO."""
+    buffer = io.StringIO()
+    configure_logging("INFO", stream=buffer)
+    yield buffer
+    structlog.reset_defaults()
+
+
+def test_the_cap_evicts_the_least_recently_used_but_never_the_one_just_built(
+    kept: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, logged: io.StringIO
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", "6.5M")
+    # The bullseye root is the least recently used, but it is the one just built.
+    removed = enforce_cap(kept["debian-bullseye-aaaa"])
+    assert [e.name for e in removed] == ["calc-1111", "django-2222"]
+    assert not kept["calc-1111"].exists() and not kept["django-2222"].exists()
+    assert kept["debian-bullseye-aaaa"].exists() and kept["debian-bookworm-bbbb"].exists()
+    [line] = [json.loads(text) for text in logged.getvalue().splitlines()]
+    assert line["event"] == "environments evicted"
+    assert line["evicted"] == [
+        {"kind": "base", "key": "calc-1111", "bytes": MIB},
+        {"kind": "base", "key": "django-2222", "bytes": 4 * MIB},
+    ]
+    assert (line["cap_bytes"], line["freed_bytes"], line["left_bytes"]) == (int(6.5 * MIB), 5 * MIB, 5 * MIB)
+    assert str(tmp_path) not in logged.getvalue()
+
+
+def test_a_grade_taking_a_base_keeps_the_store_under_the_cap(
+    kept: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    touch_used(kept["calc-1111"])  # no cap: nothing is removed
+    assert all(folder.exists() for folder in kept.values())
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", "5M")
+    touch_used(kept["calc-1111"])
+    assert not kept["debian-bullseye-aaaa"].exists() and not kept["django-2222"].exists()
+    assert kept["calc-1111"].exists() and kept["debian-bookworm-bbbb"].exists()
+
+
+def test_a_root_build_keeps_the_store_under_the_cap(kept: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    def tiny_debootstrap(recipe: roots.RootRecipe, fs: Path) -> None:
+        (fs / "usr/bin").mkdir(parents=True)
+        (fs / "usr/bin/python3.13").write_bytes(os.urandom(MIB))
+
+    monkeypatch.setattr(roots, "_debootstrap", tiny_debootstrap)
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", "6M")
+    recipe = roots.RootRecipe.from_spec("debian:trixie")
+    assert recipe is not None
+    built = roots.ensure_root(recipe)
+    assert built.python == "3.13" and built.folder.is_dir()
+    # 11 MiB with the new root: the three least recently used go, down to 3 MiB.
+    assert [e.name for e in stored()] == ["debian-bookworm-bbbb", recipe.name]
+    assert json.loads((built.folder.parent / "root.json").read_text())["bytes"] == MIB
+
+
+def test_an_entry_held_in_use_by_another_process_is_never_evicted(kept: dict[str, Path]) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(kept["calc-1111"])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None
+    try:
+        assert holder.stdout.readline() == "held\n"
+        (kept["django-2222"] / "used").touch()  # and one a grade took just now
+        assert [e.name for e in prune(max_bytes=0)] == ["debian-bullseye-aaaa", "debian-bookworm-bbbb"]
+        assert kept["calc-1111"].exists() and kept["django-2222"].exists()
+    finally:
+        holder.communicate("")
+    assert [e.name for e in prune(max_bytes=0)] == ["calc-1111"]
+    with in_use(kept["calc-1111"]):  # a removed entry is not made again by holding it
+        assert not kept["calc-1111"].exists()
+
+
+_HOLDER = """
+import sys
+from pathlib import Path
+from gradeflow.environments.store import in_use
+with in_use(Path(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_what_is_not_an_entry_or_is_being_built_is_never_removed(kept: dict[str, Path], tmp_path: Path) -> None:
+    home = kept["debian-bullseye-aaaa"].parent
+    old = time.time() - 9 * 86400
+    (home / "notes").mkdir()
+    (home / "notes" / "keep.txt").write_text("not a root")
+    outside = tmp_path / "outside"
+    (outside / "fs").mkdir(parents=True)
+    (home / "linked").symlink_to(outside)
+    staging = home / "debian-bullseye-aaaa.build-4242"
+    (staging / "fs").mkdir(parents=True)
+    for folder in (home / "notes", outside, staging):
+        os.utime(folder, (old, old))
+    # A build of the bullseye recipe is under way in another process: its lock is held.
+    with (home / "debian-bullseye-aaaa.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        removed = prune(max_bytes=0)
+    assert [e.name for e in removed] == ["calc-1111", "django-2222", "debian-bookworm-bbbb"]
+    assert (home / "notes" / "keep.txt").exists() and (home / "linked").is_symlink() and (outside / "fs").is_dir()
+    assert staging.is_dir() and kept["debian-bullseye-aaaa"].is_dir()
+
+
+def test_sizes_are_measured_once_and_again_only_when_an_entry_changes(kept: dict[str, Path]) -> None:
+    calc = kept["calc-1111"]
+    (calc / "environment" / "lib").mkdir()
+    assert {e.name: e.bytes for e in stored()}["calc-1111"] == MIB
+    # Written deep inside: the entry's top-level folders are unchanged, so its recorded size is read, not walked.
+    (calc / "environment" / "lib" / "big.bin").write_bytes(os.urandom(2 * MIB))
+    assert {e.name: e.bytes for e in stored()}["calc-1111"] == MIB
+    (calc / "repo").mkdir()  # a new top-level folder (a checkout made again): measured again
+    assert 3 * MIB <= {e.name: e.bytes for e in stored()}["calc-1111"] <= 3 * MIB + 16 * 1024  # and size.json
+    # A root's size is what its build recorded.
+    (kept["debian-bookworm-bbbb"] / "root.json").write_text(json.dumps({"bytes": 12345}))
+    assert {e.name: e.bytes for e in stored()}["debian-bookworm-bbbb"] == 12345
+
+
+def test_prune_cap_on_demand_says_what_it_removed_and_what_is_left(
+    kept: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert main(["env", "prune", "--cap", "6.5M"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[-1] for line in out[:2]] == ["debian-bullseye-aaaa", "calc-1111"]
+    assert out[2:] == ["removed: 2 entries, 4.0 MiB", "left: 2 entries, 6.0 MiB (cap 6.5 MiB)"]
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", "3M")  # without --cap, the configured cap
+    assert main(["env", "prune", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2:] == ["would remove: 1 entries, 4.0 MiB", "left: 1 entries, 2.0 MiB (cap 3.0 MiB)"]
+    assert kept["django-2222"].exists()
+
+
+def test_a_malformed_cap_is_one_line_naming_the_variable_and_removes_nothing(
+    kept: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", "lots")
+    assert main(["env", "prune"]) == 2
+    message = "GRADEFLOW_ENV_CAP: 'lots' is not a size like 50G, 500M or 1.5T"
+    assert capsys.readouterr().err == f"gradeflow: error: {message}\n"
+    with pytest.raises(SpecError, match=f"^{re.escape(message)}$"):
+        touch_used(kept["calc-1111"])
+    assert all(folder.exists() for folder in kept.values())
+    monkeypatch.setenv("GRADEFLOW_ENV_CAP", " ")
+    assert env_cap() is None
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("50G", 50 * 1024**3),
+        ("500M", 500 * MIB),
+        ("1.5T", int(1.5 * 1024**4)),
+        ("4096", 4096),
+        ("20g", 20 * 1024**3),
+        ("512MiB", 512 * MIB),
+        ("64kb", 64 * 1024),
+    ],
+)
+def test_cap_sizes(text: str, size: int) -> None:
+    assert byte_size(text, "GRADEFLOW_ENV_CAP") == size
+
+
+@pytest.mark.parametrize("text", ["lots", "-1G", "5X", "G", "1.2.3M", ""])
+def test_malformed_cap_sizes(text: str) -> None:
+    with pytest.raises(SpecError, match=f"^--cap: {re.escape(repr(text))} is not a size"):
+        byte_size(text, "--cap")

@@ -1,8 +1,9 @@
 """``gradeflow env list`` and ``gradeflow env prune``: the roots and built bases kept on this machine.
 
 ``list`` prints one line per entry (kind, size, last use, name), least recently used first, and the total;
-``prune`` removes entries least recently used first until the rest fit ``--max-size``, and those unused for
-longer than ``--unused-for`` (see :mod:`gradeflow.environments.store`). Both exit 0, or 2 on bad input.
+``prune`` removes entries least recently used first until the rest fit ``--cap`` (by default
+``$GRADEFLOW_ENV_CAP``), and those unused for longer than ``--unused-for``, then says what is left (see
+:mod:`gradeflow.environments.store`). Both exit 0, or 2 on bad input.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from gradeflow.config import ENV_CAP_VARIABLE, byte_size, env_cap
 from gradeflow.errors import SpecError
 
 if TYPE_CHECKING:
@@ -31,7 +33,13 @@ def add_env_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing = actions.add_parser("list", help="every root and base, least recently used first")
     listing.add_argument("--json", action="store_true")
     prune = actions.add_parser("prune", help="remove the least recently used until the rest fit")
-    prune.add_argument("--max-size", help="keep at most this much, e.g. 20g (sizes as environment.memory)")
+    prune.add_argument(
+        "--cap",
+        "--max-size",
+        dest="cap",
+        metavar="SIZE",
+        help=f"keep at most this much, e.g. 50G, 500M (default: ${ENV_CAP_VARIABLE})",
+    )
     prune.add_argument("--unused-for", help="also remove what no grade used for this long, e.g. 7d, 12h")
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
     prune.add_argument("--json", action="store_true")
@@ -44,22 +52,16 @@ def run_env_command(args: argparse.Namespace) -> int:
         entries = stored()
         _print(entries, args.json, "kept")
         return 0
-    if args.max_size is None and args.unused_for is None:
-        raise SpecError("env prune: give --max-size, --unused-for or both")
-    removed = prune(_size(args.max_size), _age(args.unused_for), dry_run=args.dry_run)
+    cap = byte_size(args.cap, "--cap") if args.cap is not None else env_cap()
+    unused_for = _age(args.unused_for)
+    if cap is None and unused_for is None:
+        raise SpecError(f"env prune: give --cap, --unused-for or both (or set {ENV_CAP_VARIABLE})")
+    before = stored()
+    removed = prune(cap, unused_for, dry_run=args.dry_run)
     _print(removed, args.json, "would remove" if args.dry_run else "removed")
+    if not args.json:
+        _print_left(len(before) - len(removed), sum(e.bytes for e in before) - sum(e.bytes for e in removed), cap)
     return 0
-
-
-def _size(value: str | None) -> int | None:
-    from gradeflow.models.spec import parse_size
-
-    if value is None:
-        return None
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise SpecError(f"--max-size: {exc}") from None
 
 
 def _age(value: str | None) -> float | None:
@@ -91,6 +93,15 @@ def _print(entries: list[Stored], as_json: bool, verb: str) -> None:
         what = "base+env" if e.environment else e.kind
         print(f"{what:8}  {_human(e.bytes):>8}  {_ago(now - e.used):>9}  {e.name}")
     print(f"{verb}: {len(entries)} entries, {_human(sum(e.bytes for e in entries))}")
+
+
+def _print_left(count: int, size: int, cap: int | None) -> None:
+    line = f"left: {count} entries, {_human(size)}"
+    if cap is not None:
+        line += f" (cap {_human(cap)})"
+        if size > cap:
+            line += ": over it, the rest are in use, being built or used in the last ten minutes"
+    print(line)
 
 
 def _human(size: float) -> str:

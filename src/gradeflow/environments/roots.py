@@ -13,6 +13,8 @@ Each root is kept under :func:`roots_dir` in a folder named by its recipe's dige
 it (recipe, Python version, size, a digest of every entry's path, kind, mode, size and modification time).
 Two grades that need the same root wait on one lock and build it once; a root whose entries no longer
 match its digest (edited, half deleted) is removed and built again. Roots are only ever mounted read-only.
+After a build the store is kept under ``$GRADEFLOW_ENV_CAP`` (:func:`~gradeflow.environments.store.enforce_cap`),
+the new root kept.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradeflow.config import cache_dir
+from gradeflow.environments.disk import roots_dir, tree_size
+from gradeflow.environments.store import enforce_cap
 from gradeflow.errors import SandboxUnavailable
 
 __all__ = ["Root", "RootRecipe", "debian_mirror", "ensure_root", "locked", "roots_dir", "stat_digest"]
@@ -39,13 +42,6 @@ RECIPE_VERSION = 2
 """Bumped when the way a root is built changes, so no root built the old way is served."""
 BASE_PACKAGES = ("python3", "python3-venv", "python3-pip")
 _BUILD_TIMEOUT = 3600
-
-
-def roots_dir() -> Path:
-    """``$GRADEFLOW_ROOTS``, or ``roots`` under gradeflow's home."""
-    folder = Path(os.environ.get("GRADEFLOW_ROOTS") or cache_dir() / "roots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @dataclass(frozen=True)
@@ -89,7 +85,8 @@ class Root:
 def ensure_root(recipe: RootRecipe) -> Root:
     """The root of ``recipe``, built now when it is missing or changed; ``SandboxUnavailable`` when it cannot be.
 
-    Verified by :func:`stat_digest` against the digest taken when it was built, before it is handed out.
+    Verified by :func:`stat_digest` against the digest taken when it was built, before it is handed out. After
+    a build, the store is kept under its cap with this root kept (``SpecError`` when the cap is malformed).
     """
     home = roots_dir()
     folder = home / recipe.name
@@ -103,10 +100,12 @@ def ensure_root(recipe: RootRecipe) -> Root:
         if failed.is_file():
             raise SandboxUnavailable(failed.read_text(errors="replace").strip())
         try:
-            return _build(recipe, folder)
+            built = _build(recipe, folder)
         except SandboxUnavailable as exc:
             failed.write_text(f"{exc} (remove {failed} to try again)\n")
             raise
+    enforce_cap(folder)
+    return built
 
 
 @contextlib.contextmanager
@@ -271,16 +270,3 @@ def stat_digest(folder: Path) -> str:
             if os.path.islink(path):
                 digest.update(os.readlink(path).encode(errors="replace"))
     return digest.hexdigest()
-
-
-def tree_size(folder: Path) -> int:
-    """Bytes of the regular files under ``folder`` (each hard link once)."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for current, _, files in os.walk(folder):
-        for name in files:
-            info = os.lstat(os.path.join(current, name))
-            if (info.st_dev, info.st_ino) not in seen:
-                seen.add((info.st_dev, info.st_ino))
-                total += info.st_blocks * 512
-    return total

@@ -1,5 +1,5 @@
-"""What gradeflow keeps on disk to run tasks again quickly, listed and pruned: ``gradeflow env list`` and
-``gradeflow env prune``.
+"""What gradeflow keeps on disk to run tasks again quickly: listed, pruned, and kept under a size cap
+(``gradeflow env list``, ``gradeflow env prune``, ``$GRADEFLOW_ENV_CAP``).
 
 Two kinds of entries. **Roots** (``$GRADEFLOW_ROOTS``, by default ``<cache>/roots``): the Debian or image
 filesystems of ``environment.root``, one folder per recipe. **Bases** (``<cache>/baselines``): one folder per
@@ -9,9 +9,15 @@ finds its cached baseline's folder missing builds it again (its digests say so),
 again. So pruning costs time, never a verdict.
 
 Each entry's last use is the time of its ``used`` file (touched whenever a grade takes it), else of the
-folder. :func:`prune` removes the least recently used first, until the total fits ``max_bytes``, and every
-entry unused for longer than ``unused_for`` seconds. An entry another process is building (its build lock
-taken) or that a grade took in the last ten minutes (it may be mounted in a running sandbox) is kept.
+folder; its size is recorded once (:func:`~gradeflow.environments.disk.entry_size`). :func:`prune` removes the
+least recently used first, until the total fits ``max_bytes``, and every entry unused for longer than
+``unused_for`` seconds. :func:`enforce_cap` does the same to ``$GRADEFLOW_ENV_CAP`` after a root is built and
+whenever a grade takes a base, just built or cached (:func:`touch_used`), keeping that entry.
+
+Never removed: an entry another process is building (its build lock taken), one held by :func:`in_use`, one a
+grade took in the last ten minutes (:data:`RECENT`: it may be mounted in a running sandbox), and anything in
+the store's folders not laid out as an entry (a root holds ``fs`` or ``root.json``, a base ``repo`` or
+``environment``; links are not followed).
 """
 
 from __future__ import annotations
@@ -26,15 +32,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from gradeflow.config import cache_dir
-from gradeflow.environments.roots import roots_dir, tree_size
+import structlog
 
-__all__ = ["RECENT", "Stored", "prune", "stored", "touch_used"]
+from gradeflow.config import env_cap
+from gradeflow.environments.disk import bases_dir, entry_size, roots_dir
+
+__all__ = ["RECENT", "Stored", "enforce_cap", "in_use", "prune", "stored", "touch_used"]
+
+_log = structlog.get_logger(__name__)
 
 RECENT = 600.0
 """Seconds after its last use during which an entry is never pruned (a grade may still be running on it)."""
 
 Kind = Literal["root", "base"]
+_BUILDING = ".build-"
+"""A root's folder while it is built: ``<recipe name>.build-<pid>``, under its recipe's build lock."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,7 @@ class Stored:
 
     kind: Kind
     name: str
+    """Its key: the root's recipe name or the baseline key."""
     path: Path
     bytes: int
     used: float
@@ -52,9 +65,54 @@ class Stored:
 
 
 def touch_used(folder: Path) -> None:
-    """Mark ``folder`` (a root's or a base's) as used now."""
-    with contextlib.suppress(OSError):
+    """Mark ``folder`` (a root's or a base's) as used now, then keep the store under its cap with ``folder`` kept
+    (:func:`enforce_cap`). A grade takes its base this way, just built or cached; ``SpecError`` when
+    ``$GRADEFLOW_ENV_CAP`` is malformed."""
+    with in_use(folder), contextlib.suppress(OSError):
         (folder / "used").touch()
+    enforce_cap(folder)
+
+
+@contextlib.contextmanager
+def in_use(folder: Path) -> Iterator[None]:
+    """Hold ``folder`` (a root's or a base's) for the block: no prune or cap removes it meanwhile, however long
+    ago it was last used. A shared lock on its ``in-use.lock``, so any number of holders in any process; it
+    waits while the entry is being removed (then it is gone, as any missing entry). A missing folder is not
+    held."""
+    try:
+        handle = (folder / "in-use.lock").open("a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        yield
+
+
+def stored() -> list[Stored]:
+    """Every root and base kept on this machine, least recently used first."""
+    found = [_entry("root", folder) for folder in _entries(roots_dir(), ("fs", "root.json"))]
+    found += [_entry("base", folder) for folder in _entries(bases_dir(), ("repo", "environment"))]
+    return sorted(found, key=lambda entry: entry.used)
+
+
+def _entries(home: Path, marks: tuple[str, ...]) -> list[Path]:
+    """The folders in ``home`` laid out as entries (holding one of ``marks``); links and hidden names skipped."""
+    if not home.is_dir():
+        return []
+    return sorted(
+        folder
+        for folder in home.iterdir()
+        if not folder.name.startswith(".")
+        and not folder.is_symlink()
+        and folder.is_dir()
+        and any(os.path.lexists(folder / mark) for mark in marks)
+    )
+
+
+def _entry(kind: Kind, folder: Path) -> Stored:
+    built = kind == "base" and (folder / "environment").is_dir()
+    return Stored(kind, folder.name, folder, entry_size(folder), _used(folder), built)
 
 
 def _used(folder: Path) -> float:
@@ -64,63 +122,99 @@ def _used(folder: Path) -> float:
     return 0.0
 
 
-def stored() -> list[Stored]:
-    """Every root and base kept on this machine, least recently used first."""
-    found: list[Stored] = []
-    roots = roots_dir()
-    if roots.is_dir():
-        for folder in sorted(p for p in roots.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            found.append(Stored("root", folder.name, folder, tree_size(folder), _used(folder)))
-    bases = cache_dir() / "baselines"
-    if bases.is_dir():
-        for folder in sorted(p for p in bases.iterdir() if p.is_dir()):
-            built = (folder / "environment").is_dir()
-            found.append(Stored("base", folder.name, folder, tree_size(folder), _used(folder), built))
-    return sorted(found, key=lambda entry: entry.used)
-
-
-@contextlib.contextmanager
-def _unless_held(entry: Stored) -> Iterator[bool]:
-    """Hold the entry's build lock while it is removed; ``False`` when another process holds it."""
-    lock = entry.path.with_name(entry.path.name + ".lock") if entry.kind == "root" else entry.path / "environment.lock"
-    if not lock.exists():
-        yield True
-        return
-    with lock.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def enforce_cap(just_built: Path) -> list[Stored]:
+    """Keep the store under ``$GRADEFLOW_ENV_CAP``: remove the least recently used entries until the rest fit,
+    never ``just_built`` nor what the module says is never removed; the removed entries, logged with their keys
+    and sizes. Nothing is read when no cap is set; ``SpecError`` when it is malformed."""
+    cap = env_cap()
+    if cap is None:
+        return []
+    removed, left = _evict(stored(), cap, None, dry_run=False, now=time.time(), keep=just_built)
+    if removed:
+        _log.info(
+            "environments evicted",
+            cap_bytes=cap,
+            freed_bytes=sum(entry.bytes for entry in removed),
+            left_bytes=left,
+            evicted=[{"kind": entry.kind, "key": entry.name, "bytes": entry.bytes} for entry in removed],
+        )
+    if left > cap:
+        _log.warning(
+            "environment store over its cap: the rest are in use, being built or used in the last ten minutes",
+            cap_bytes=cap,
+            left_bytes=left,
+        )
+    return removed
 
 
 def prune(
-    max_bytes: int | None = None, unused_for: float | None = None, *, dry_run: bool = False, now: float | None = None
+    max_bytes: int | None = None,
+    unused_for: float | None = None,
+    *,
+    dry_run: bool = False,
+    now: float | None = None,
+    keep: Path | None = None,
 ) -> list[Stored]:
     """Remove entries, least recently used first, until the rest total at most ``max_bytes``, and every entry
     unused for more than ``unused_for`` seconds; the removed entries (with ``dry_run``: the ones it would
-    remove). An entry whose build lock another process holds is kept."""
+    remove). ``keep`` and what the module says is never removed stay."""
     moment = time.time() if now is None else now
-    entries = stored()
+    return _evict(stored(), max_bytes, unused_for, dry_run=dry_run, now=moment, keep=keep)[0]
+
+
+def _evict(
+    entries: list[Stored],
+    max_bytes: int | None,
+    unused_for: float | None,
+    *,
+    dry_run: bool,
+    now: float,
+    keep: Path | None,
+) -> tuple[list[Stored], int]:
+    """:func:`prune` over ``entries`` (least recently used first): the removed ones and the bytes left."""
     total = sum(entry.bytes for entry in entries)
+    kept = keep.resolve() if keep is not None else None
     removed: list[Stored] = []
     for entry in entries:
-        old = unused_for is not None and moment - entry.used > unused_for
+        old = unused_for is not None and now - entry.used > unused_for
         over = max_bytes is not None and total > max_bytes
-        if not (old or over) or moment - entry.used < RECENT:
+        if not (old or over) or now - entry.used < RECENT or entry.path.resolve() == kept:
             continue
-        with _unless_held(entry) as free:
+        with _unless_held(entry, now) as free:
             if not free:
                 continue
             if not dry_run:
                 _remove(entry.path)
         removed.append(entry)
         total -= entry.bytes
-    return removed
+    return removed, total
+
+
+@contextlib.contextmanager
+def _unless_held(entry: Stored, now: float) -> Iterator[bool]:
+    """Hold the entry's build and in-use locks while it is removed; ``False`` when another holder has either,
+    or when, looked at again under them, it is gone or was used in the last :data:`RECENT` seconds."""
+    with contextlib.ExitStack() as held:
+        for lock in _locks(entry):
+            try:
+                handle = held.enter_context(lock.open("rb"))
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                yield False
+                return
+        yield entry.path.is_dir() and now - _used(entry.path) >= RECENT
+
+
+def _locks(entry: Stored) -> list[Path]:
+    """Its build lock (a root's beside it, named by its recipe even while it is built; a base's in it) and its
+    in-use lock."""
+    if entry.kind == "root":
+        build = entry.path.with_name(entry.name.split(_BUILDING)[0] + ".lock")
+    else:
+        build = entry.path / "environment.lock"
+    return [build, entry.path / "in-use.lock"]
 
 
 def _remove(folder: Path) -> None:
