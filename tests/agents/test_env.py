@@ -13,6 +13,7 @@ from gradeflow.agents import InconclusiveGrade, Read, RepoEnv, Run, Submit, Writ
 from gradeflow.cli.main import main
 from gradeflow.errors import SpecError
 from gradeflow.sandbox.base import remove_tree
+from gradeflow.spec import load_task
 
 FIX = "sed -i 's/return None/raise ZeroDivisionError(\"division by zero is undefined\")/' src/calc.py"
 
@@ -39,7 +40,24 @@ def test_an_episode_is_rewarded_like_grade_workspace(capsys: pytest.CaptureFixtu
     graded = json.loads(capsys.readouterr().out)
     assert reward == graded["score"] == info["result"].score
     assert info["result"].reason_codes == graded["reason_codes"]
+    # Where the reward's time went; calc withholds its hidden tests' details: no tests step, no engine figure.
+    assert {"bring_back", "snapshot", "constraints", "combine"} <= set(info["time"])
+    assert "tests" not in info["time"] and "engine" not in info["time"]
     remove_tree(workspace.parent)
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_reward_says_where_its_time_went() -> None:
+    calc = load_task(CALC)
+    published = calc.tests.model_copy(update={"publish_hidden_details": True})
+    with RepoEnv(calc.model_copy(update={"tests": published})) as env:
+        env.reset()
+        env.step(Run(FIX))
+        _, reward, _, _, info = env.step(Submit())
+    spent, timings = info["time"], info["result"].timings
+    assert reward == 1.0 and {"bring_back", "tests", "engine"} <= set(spent)
+    assert {name: spent[name] for name in timings} == {name: round(s, 3) for name, s in timings.items()}
+    assert spent["tests"] > 0 and spent["engine"] >= 0
 
 
 @pytest.mark.usefixtures("prefect")

@@ -1,12 +1,19 @@
-"""The varied re-run's choices that need no sandbox: which tests it repeats, and the run's hash seed."""
+"""The varied re-run's choices that need no sandbox: which tests it repeats, the run's hash seed, where it starts
+and when a run started beside the main run is taken."""
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 from builders import make_task
+from gradeflow.config import varied_beside_main
+from gradeflow.errors import InfraError, SpecError
 from gradeflow.integrity.harness import Varied
 from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import Outcome, TestRunEvidence
-from gradeflow.tasks.varied import rerun_ids
+from gradeflow.models.evidence import Outcome, TestRunEvidence, VariedRunEvidence
+from gradeflow.tasks.varied import VariedAhead, rerun_ids
 
 F1, F2, P1, P2 = "t.py::f1", "t.py::f2", "t.py::p1", "t.py::p2"
 COMMAND = "pytest --junitxml={junit}"
@@ -55,3 +62,49 @@ def test_the_hash_seed_is_nonzero_the_same_for_a_task_and_another_for_another_ta
 def test_a_varied_run_draws_a_script_name_and_more_recursion_room() -> None:
     drawn = [Varied.drawn() for _ in range(50)]
     assert all(v.main.startswith("{workspace}/") and v.main.endswith(".py") and v.recursion >= 200 for v in drawn)
+
+
+@pytest.mark.parametrize(
+    ("setting", "cores", "load", "beside"),
+    [
+        ("auto", 2, 0.5, True),  # a core to spare
+        ("auto", 2, 1.2, False),  # less than one idle core
+        ("auto", 1, 0.0, False),  # one core: the varied run would take the main run's
+        ("AUTO", 8, 6.9, True),
+        ("", 4, 0.0, True),  # unset or empty: auto
+        ("beside", 2, 9.0, True),
+        ("after", 8, 0.0, False),
+    ],
+)
+def test_where_the_varied_run_starts_follows_the_setting_and_the_idle_cores(
+    setting: str, cores: int, load: float, beside: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", setting)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)))
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert varied_beside_main() is beside
+
+
+def test_a_malformed_varied_run_setting_names_the_variable_and_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GRADEFLOW_VARIED_RUN", "later")
+    with pytest.raises(SpecError, match=r"^GRADEFLOW_VARIED_RUN: 'later' is not one of auto, beside, after$"):
+        varied_beside_main()
+
+
+def test_a_run_started_beside_is_taken_only_for_the_same_tests_under_the_same_names() -> None:
+    done = VariedRunEvidence(tests=[F1, F2], outcomes={F1: "passed", F2: "passed"})
+    ahead = VariedAhead(lambda: done, [F1, F2], [F1, F2, "t.py::f1"])
+    assert ahead.taken_for([F1, F2], ["t.py::f1", F1, F2]) is done  # the same names in another order
+    assert ahead.taken_for([F1], [F1, "t.py::f1"]) is None  # fewer tests
+    assert ahead.taken_for([F1, F2], [F1, F2]) is None  # another spelling selected
+    assert ahead.taken_for([F2, F1], [F1, F2, "t.py::f1"]) is None
+
+
+def test_what_a_run_started_beside_raised_is_raised_where_it_is_taken_and_nowhere_else() -> None:
+    def broken() -> VariedRunEvidence:
+        raise InfraError("the varied run's sandbox cannot start")
+
+    ahead = VariedAhead(broken, [F1], [F1])
+    assert ahead.taken_for([F2], [F2]) is None  # not wanted: what it raised is nobody's
+    with pytest.raises(InfraError, match="cannot start"):
+        ahead.taken_for([F1], [F1])

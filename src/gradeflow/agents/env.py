@@ -101,6 +101,16 @@ class Observation(BaseModel):
     """The workspace's files (on reset), relative, sorted."""
 
 
+def _reward_time(brought: float, graded: float, result: GradeResult) -> dict[str, float]:
+    """Where a reward's seconds went: handing the workspace back, each step of the grade (its ``timings``) and
+    the engine (the grade's flow and task runs: the rest). A task that withholds its hidden tests' details has
+    no tests step in ``timings``, and then no engine figure either (it would be the tests step's time)."""
+    spent = {"bring_back": round(brought, 3), **{name: round(s, 3) for name, s in result.timings.items()}}
+    if "tests" in result.timings:
+        spent["engine"] = round(max(graded - sum(result.timings.values()), 0.0), 3)
+    return spent
+
+
 class RepoEnv:
     """One task as an environment: ``reset``, ``step``, ``close`` (Gymnasium's signatures, no dependency on it)."""
 
@@ -189,15 +199,21 @@ class RepoEnv:
     def _submit(self) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         assert self._sandbox is not None and self.workspace is not None
         self._over = True
+        started, spent = time.perf_counter(), dict[str, float]()
         try:
             bring_back(self._sandbox, self.workspace)
         except SubmissionTooLarge as exc:
             result = oversize_result(self.task, "episode", self._session.profile, str(exc))
         else:
+            brought = time.perf_counter()
             result = self._grade(Submission(submission_id="episode", workspace=self.workspace))
+            spent = _reward_time(brought - started, time.perf_counter() - brought, result)
         if result.status == "inconclusive":
             raise InconclusiveGrade(result)
-        return Observation(output=result.summary()), self._reward(result), True, False, {"result": result}
+        info: dict[str, Any] = {"result": result}
+        if spent:
+            info["time"] = spent
+        return Observation(output=result.summary()), self._reward(result), True, False, info
 
     def _grade(self, submission: Submission) -> GradeResult:
         """What ``gradeflow grade --workspace`` does with an opened session."""

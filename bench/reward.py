@@ -1,0 +1,114 @@
+"""What a ``RepoEnv`` reward costs beside the tests it runs, and episodes per minute as episodes run at once.
+
+On a generated repository (bench/cli_overhead.py's: one module with a bug, one test file, one fail-to-pass
+test) in the isolated sandbox, against gradeflow's local Prefect server under a temporary ``GRADEFLOW_HOME``,
+printed side by side in one run:
+
+- **reward latency** at 10 and 1,000 tests: ``step(Submit())`` of an episode whose agent wrote the fix, the
+  varied run started after the main run and beside it (``GRADEFLOW_VARIED_RUN``), each paired with a raw run
+  of the test command on the fixed tree just before it (no sandbox, plugin autoload off, gradeflow's
+  interpreter): medians, the difference and the ratio to raw, the issue's target (1.3 x raw + 0.3 s), and
+  where the reward's time went (the medians of ``info["time"]``: handing the workspace back, each step, the
+  engine's flow and task runs);
+- **episodes per minute** (reset, write the fix, submit) at concurrency 1, 2 and the machine's cores, each
+  episode stream in a thread of its own with its own ``RepoEnv``, and each figure's ratio to concurrency 1.
+
+    python bench/reward.py [REPEAT] [EPISODES]
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from cli_overhead import _raw, _repository  # sets a temporary GRADEFLOW_HOME
+
+from gradeflow.agents import RepoEnv, Submit, Write
+from gradeflow.engine.local_server import stop_server
+from gradeflow.logs import quiet_prefect
+
+FIXED = "def double(x):\n    return x + x\n"
+SIZES = (10, 1_000)
+
+
+def _episode(env: RepoEnv) -> tuple[float, dict[str, float]]:
+    env.reset()
+    env.step(Write("mod.py", FIXED))
+    started = time.perf_counter()
+    _, reward, _, _, info = env.step(Submit())
+    seconds = time.perf_counter() - started
+    assert reward == 1.0, info["result"].summary()
+    inside = info["result"].component("tests").details["time"]
+    return seconds, {**info["time"], **{f"tests.{k}": v for k, v in inside.items() if not isinstance(v, bool)}}
+
+
+def latency(root: Path, tests: int, repeat: int) -> None:
+    task, _ = _repository(root, tests)
+    raw: list[float] = []
+    rewards: dict[str, list[float]] = {"after": [], "beside": []}
+    spent: dict[str, dict[str, list[float]]] = {"after": {}, "beside": {}}
+    with RepoEnv(task) as env:
+        _episode(env)  # the baseline, the environment, the server: built once, not measured
+        for _ in range(repeat):
+            raw.append(_raw(root))
+            for when in rewards:
+                os.environ["GRADEFLOW_VARIED_RUN"] = when
+                seconds, where = _episode(env)
+                rewards[when].append(seconds)
+                for name, value in where.items():
+                    spent[when].setdefault(name, []).append(value)
+    base = statistics.median(raw)
+    print(
+        f"{tests} tests: raw test command {base:.3f} s (median of {repeat}); target 1.3 x raw + 0.3 s = "
+        f"{1.3 * base + 0.3:.3f} s"
+    )
+    for when, values in rewards.items():
+        median = statistics.median(values)
+        parts = "  ".join(f"{name} {statistics.median(v):.3f}" for name, v in spent[when].items())
+        print(f"  reward, varied run {when:>6}: {median:.3f} s  ({median - base:+.3f} s, {median / base:.2f}x raw)")
+        print(f"    where it went (medians, s): {parts}")
+
+
+def throughput(root: Path, episodes: int) -> None:
+    task, _ = _repository(root, 10)
+    cores = len(os.sched_getaffinity(0))
+    os.environ["GRADEFLOW_VARIED_RUN"] = "auto"
+    with RepoEnv(task) as env:
+        _episode(env)
+
+    def stream(_: int) -> None:
+        with RepoEnv(task) as env:
+            for _ in range(episodes):
+                _episode(env)
+
+    rates: dict[int, float] = {}
+    for concurrency in sorted({1, 2, cores}):
+        started = time.perf_counter()
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(stream, range(concurrency)))
+        rates[concurrency] = concurrency * episodes * 60 / (time.perf_counter() - started)
+    print(f"episodes per minute (10 tests, {episodes} episodes per stream, varied run auto, {cores} cores):")
+    for concurrency, rate in rates.items():
+        print(f"  concurrency {concurrency}: {rate:.1f} per minute ({rate / rates[1]:.2f}x concurrency 1)")
+
+
+def main() -> None:
+    repeat = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    episodes = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    quiet_prefect()
+    root = Path(tempfile.mkdtemp(prefix="gradeflow-bench-reward-"))
+    try:
+        for tests in SIZES:
+            latency(root / str(tests), tests, repeat)
+        throughput(root / "throughput", episodes)
+    finally:
+        stop_server()
+
+
+if __name__ == "__main__":
+    main()
