@@ -29,6 +29,10 @@ ADD_UNIT = """
 
 class AddTests(unittest.TestCase):
     def test_add_unit(self):
+        '''add() adds.
+
+        The first line is what Django's verbose runner prints under the test's name: SWE-bench's name for it.
+        '''
         from calc import add
 
         self.assertEqual(add(2, 2), 4)
@@ -150,7 +154,7 @@ def test_rows_become_valid_tasks_and_the_unconvertible_one_is_listed(
         ("test_a (model_fields.test_x.TestA)", "model_fields.test_x.TestA::test_a"),
         ("test_a (model_fields.test_x.TestA.test_a)", "model_fields.test_x.TestA::test_a"),
         ("test_a", None),  # a bare name: no file, no class
-        ("Regression test for #12345", None),  # a docstring line
+        ("Regression test for #12345", None),  # a docstring line: mapped by reading the test modules, not here
         ("tests/test_x.py::test_a[a b", None),  # a parametrized id cut short at a space
     ],
 )
@@ -280,6 +284,40 @@ def test_an_edit_to_a_file_of_the_test_patch_is_reported_where_the_test_ids_name
     result = json.loads(capsys.readouterr().out)
     assert (result["passed"], result["strict_reading"]["decision"]) == (True, "rejected")
     assert result["strict_reading"]["messages"] == ["protected: tests/unit/test_units.py is protected and was modified"]
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_docstring_line_becomes_the_id_of_the_test_it_describes_and_is_graded_by_it(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    row = json.loads(instances.read_text().splitlines()[1])
+    # As SWE-bench's lists name a test with a docstring: by its first line (its log parser keeps that line).
+    row["FAIL_TO_PASS"] = ["add() adds."]
+    row["PASS_TO_PASS"] = ["test_sub_unit (unit.test_units.SubTests)", "Regression test for #1"]
+    instances.write_text(json.dumps(row) + "\n")
+    unittest = {"setup": None, "test_command": "cd tests && PYTHONPATH=.. python -m unittest -v unit.test_units"}
+    commands.write_text(yaml.safe_dump({"acme/calc": {"2.0": unittest | {"report": "django-log"}}}))
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "PASS_TO_PASS name \"Regression test for #1\" left out of scoring: neither Django's 'test (module.Class)' "
+        "nor a test's docstring line: not the docstring line of any test in the test labels' modules "
+        "(unit.test_units)"
+    ) in err
+    folder = out / "acme__calc-2"
+    spec = yaml.safe_load((folder / "task.yaml").read_text())
+    assert spec["tests"]["fail_to_pass"] == ["unit.test_units.AddTests::test_add_unit"]
+    assert spec["tests"]["pass_to_pass"] == ["unit.test_units.SubTests::test_sub_unit"]
+    # The id is the one the django-log reading gives the test: the gold patch passes by it, the empty patch fails.
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(folder / "reference.diff")]) == 0
+    assert capsys.readouterr().out.startswith("PASS")
+    (tmp_path / "empty.diff").write_text("")
+    assert main(["grade", str(folder / "task.yaml"), "--patch", str(tmp_path / "empty.diff"), "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert (result["status"], result["passed"]) == ("graded", False)
 
 
 def test_swebench_repositories_need_no_commands_file(

@@ -17,11 +17,13 @@ decides whatever the test ids name).
 
 Test names: a pytest node id is kept as it is; Django's ``test_name (module.Class)`` (also the Python
 3.11 spelling ``test_name (module.Class.test_name)``) becomes ``module.Class::test_name``, the JUnit form
-gradeflow matches (a package prefix the runner adds is tolerated). Any other name (a bare name, a
-docstring line, a parametrized id cut short at a space by SWE-bench's log parser) has no id form: it is
-quarantined (left out of scoring, listed in the import report and in the task file's header with the
-reason), and the row is imported without it. A row whose every FAIL_TO_PASS name is quarantined has
-nothing to grade and is skipped.
+gradeflow matches (a package prefix the runner adds is tolerated). Under ``report: django-log`` a docstring's
+first line, SWE-bench's name for a test with a docstring, becomes the id of the one test of the instance's
+labels it describes (:mod:`gradeflow.authoring.django_docstrings`, read from the base with the test patch
+applied). Any other name (a bare name, a docstring line of no test or of several, a parametrized id cut
+short at a space by SWE-bench's log parser) has no id form: it is quarantined (left out of scoring, listed
+in the import report and in the task file's header with the reason), and the row is imported without it.
+A row whose every FAIL_TO_PASS name is quarantined has nothing to grade and is skipped.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from gradeflow.authoring import swebench_repos
+from gradeflow.authoring.django_docstrings import DocstringTests, read_docstring_tests
 from gradeflow.authoring.new_task import HIDDEN_FOLDER, REFERENCE_FILE, write_spec
 from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split_diff
 from gradeflow.errors import SpecError
@@ -139,24 +142,44 @@ def _test_list(row: dict[str, Any], key: str) -> list[str]:
     return value
 
 
-def _why_unmappable(name: str) -> str:
+def _why_unmappable(name: str, docstrings: DocstringTests | None) -> str:
     if "[" in name and not name.endswith("]"):
         return "a parametrized name cut short (SWE-bench's log parser stops a name at a space)"
+    if docstrings is not None:
+        return f"neither Django's 'test (module.Class)' nor a test's docstring line: {docstrings.why_not(name)}"
     return "neither a node id (path::name) nor Django's 'test (module.Class)'"
 
 
-def _mapped(row: dict[str, Any], key: str, report: str, quarantined: list[QuarantinedName]) -> list[str]:
-    """The row's ``key`` names as gradeflow ids; the names with no id form are added to ``quarantined``."""
+def _mapped(
+    row: dict[str, Any], key: str, report: str, docstrings: DocstringTests | None, quarantined: list[QuarantinedName]
+) -> list[str]:
+    """The row's ``key`` names as gradeflow ids; the names with no id form are added to ``quarantined``.
+    ``docstrings``: the tests of the row's Django labels, for names that are a docstring's first line."""
     ids = []
     for name in _test_list(row, key):
         test_id = map_test_name(name, report)
+        if test_id is None and docstrings is not None:
+            test_id = docstrings.test_id(name)
         if test_id is None:
-            quarantined.append(
-                QuarantinedName(instance_id=str(row["instance_id"]), key=key, name=name, reason=_why_unmappable(name))
-            )
+            reason = _why_unmappable(name, docstrings)
+            quarantined.append(QuarantinedName(instance_id=str(row["instance_id"]), key=key, name=name, reason=reason))
         else:
             ids.append(test_id)
     return list(dict.fromkeys(ids))
+
+
+def _ids(
+    row: dict[str, Any], report: str, docstrings: DocstringTests | None
+) -> tuple[list[str], list[str], list[QuarantinedName]]:
+    """The row's FAIL_TO_PASS and PASS_TO_PASS ids and the names left out; ``_Skip`` when no FAIL_TO_PASS
+    name has an id (nothing to grade)."""
+    left_out: list[QuarantinedName] = []
+    fail_to_pass = _mapped(row, "FAIL_TO_PASS", report, docstrings, left_out)
+    pass_to_pass = _mapped(row, "PASS_TO_PASS", report, docstrings, left_out)
+    if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
+        shown = "; ".join(repr(q.name) for q in left_out[:3]) + (" ..." if len(left_out) > 3 else "")
+        raise _Skip(f"no FAIL_TO_PASS name has a gradeflow id form: {shown}")
+    return fail_to_pass, pass_to_pass, left_out
 
 
 class _Made(BaseModel):
@@ -167,6 +190,8 @@ class _Made(BaseModel):
     environment: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    labels: list[str] = Field(default_factory=list)
+    """The Django test labels whose modules name tests by docstring (``report: django-log``), else empty."""
 
 
 def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]]) -> _Made:
@@ -192,6 +217,7 @@ def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]
             environment=environment,
             env=dict(known_entry.env),
             notes=notes + list(known_entry.notes),
+            labels=_labels(known_entry.report, row["test_patch"]),
         )
     given = entry.get("test_command")
     report = entry.get("report", "junit")
@@ -201,7 +227,19 @@ def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]
         )
     tests = {"command": given} if report == "junit" else {"report": report, "command": given}
     environment = {key: entry[key] for key in ("root", "packages", "setup_network") if key in entry}
-    return _Made(setup=entry.get("setup"), tests=tests, environment=environment)
+    return _Made(
+        setup=entry.get("setup"), tests=tests, environment=environment, labels=_labels(report, row["test_patch"])
+    )
+
+
+def _labels(report: str, test_patch: str) -> list[str]:
+    """The test patch's files as Django labels, SWE-bench's rule, when the log names tests by docstring."""
+    if report != "django-log":
+        return []
+    try:
+        return swebench_repos.patch_arguments("django-labels", test_patch)
+    except SpecError as exc:
+        raise _Skip(str(exc)) from None
 
 
 def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
@@ -214,20 +252,28 @@ def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
     return mirror, proc.stdout.strip()
 
 
-def _write_hidden(mirror: Path, base: str, row: dict[str, Any], folder: Path) -> dict[str, str]:
-    """The test patch as hidden tests in ``folder``: copied-in files when it only adds or edits, else a patch."""
+def _write_hidden(
+    mirror: Path, base: str, row: dict[str, Any], folder: Path, labels: list[str]
+) -> tuple[dict[str, str], DocstringTests | None]:
+    """The test patch as hidden tests in ``folder``: copied-in files when it only adds or edits, else a patch;
+    and, when there are ``labels``, their modules' tests by docstring, read from the same tree."""
     blocks = split_diff(row["test_patch"])
+    docstrings = None
     try:
         with applied_tree(mirror, base, row["patch"], "the gold patch", only_patched=True):
             pass
         with applied_tree(mirror, base, row["test_patch"], "the test patch", only_patched=True) as tree:
             if blocks and all(b.adds_or_edits for b in blocks):
                 copy_files(tree, [b.new for b in blocks if b.new], folder / HIDDEN_FOLDER)
-                return {"hidden": HIDDEN_FOLDER}
+                hidden = {"hidden": HIDDEN_FOLDER}
+            else:
+                (folder / HIDDEN_PATCH_FILE).write_text(row["test_patch"], encoding="utf-8", errors="surrogateescape")
+                hidden = {"hidden_patch": HIDDEN_PATCH_FILE}
+            if labels:
+                docstrings = read_docstring_tests(tree, labels, blocks)
     except SpecError as exc:
         raise _Skip(str(exc)) from None
-    (folder / HIDDEN_PATCH_FILE).write_text(row["test_patch"], encoding="utf-8", errors="surrogateescape")
-    return {"hidden_patch": HIDDEN_PATCH_FILE}
+    return hidden, docstrings
 
 
 def _test_patch_files(test_patch: str) -> list[str]:
@@ -251,19 +297,16 @@ def _convert(
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", instance):
         raise _Skip("instance_id is not a task id (letters, digits, . _ -)")
     made = _commands(row, commands)
-    left_out: list[QuarantinedName] = []
     report = str(made.tests.get("report", "junit"))
-    fail_to_pass = _mapped(row, "FAIL_TO_PASS", report, left_out)
-    pass_to_pass = _mapped(row, "PASS_TO_PASS", report, left_out)
-    if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
-        shown = "; ".join(repr(q.name) for q in left_out[:3]) + (" ..." if len(left_out) > 3 else "")
-        raise _Skip(f"no FAIL_TO_PASS name has a gradeflow id form: {shown}")
+    names = _test_list(row, "FAIL_TO_PASS") + _test_list(row, "PASS_TO_PASS")
+    labels = made.labels if any(map_test_name(name, report) is None for name in names) else []
     mirror, base = _mirror(row, repos)
     folder = out / instance
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     try:
-        hidden = _write_hidden(mirror, base, row, folder)
+        hidden, docstrings = _write_hidden(mirror, base, row, folder, labels)
+        fail_to_pass, pass_to_pass, left_out = _ids(row, report, docstrings)
     except _Skip:
         shutil.rmtree(folder, ignore_errors=True)
         raise

@@ -25,7 +25,16 @@ from unidiff.errors import UnidiffParseError
 
 from gradeflow.errors import SpecError
 
-__all__ = ["ROOT_PYTHON", "TABLE_FILE", "RepoVersion", "command_for", "directives", "known", "versions"]
+__all__ = [
+    "ROOT_PYTHON",
+    "TABLE_FILE",
+    "RepoVersion",
+    "command_for",
+    "directives",
+    "known",
+    "patch_arguments",
+    "versions",
+]
 
 TABLE_FILE = "swebench_repos.yaml"
 ROOT_PYTHON: dict[str, str] = {"debian:bullseye": "3.9", "debian:bookworm": "3.11", "debian:trixie": "3.13"}
@@ -89,6 +98,11 @@ def versions(repo: str) -> list[str]:
 
 
 def directives(entry: RepoVersion, test_patch: str) -> list[str]:
+    """The test arguments of one instance of ``entry``'s repository and version: :func:`patch_arguments`."""
+    return patch_arguments(entry.directives, test_patch)
+
+
+def patch_arguments(kind: Directives, test_patch: str) -> list[str]:
     """The test arguments of one instance: the files its test patch adds or changes, as SWE-bench takes them.
 
     Deleted files and files with a data suffix SWE-bench drops (``.json``, ``.txt``, ``.yaml``, ...) are
@@ -101,7 +115,7 @@ def directives(entry: RepoVersion, test_patch: str) -> list[str]:
     except UnidiffParseError as exc:
         raise SpecError(f"the test patch is not a unified diff: {exc}") from None
     files = [f.path for f in patch if not f.is_removed_file and not f.path.endswith(NON_TEST_SUFFIXES)]
-    if entry.directives == "django-labels":
+    if kind == "django-labels":
         files = [path.removesuffix(".py").removeprefix("tests/").replace("/", ".") for path in files]
     return list(dict.fromkeys(files))
 

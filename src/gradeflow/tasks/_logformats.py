@@ -287,6 +287,20 @@ def _describe(line: str, at: int) -> tuple[_Key, int] | None:
     return (where.removesuffix("." + name), name), match.end()
 
 
+def _description_after_docstring(line: str) -> tuple[_Key, int] | None:
+    """The next test's description after a `` ... `` of a docstring line (``Doc. ... test_b (m.T)``), or ``None``.
+
+    Before Python 3.11 a test whose subtests failed prints no status, so the next test's description
+    follows on its line; a docstring may hold `` ... `` itself, so every one is tried."""
+    at = line.find(" ... ")
+    while at >= 0:
+        found = _describe(line, at + 5)
+        if found is not None:
+            return found
+        at = line.find(" ... ", at + 5)
+    return None
+
+
 class _UnittestReader:
     """unittest's verbose output, read line by line.
 
@@ -334,8 +348,10 @@ class _UnittestReader:
         at = len(line) - len(line.lstrip())
         found = _describe(line, at)
         if found is None and described is not None:  # the docstring line of the test described above
-            self._status_after(described[0], line, 0)
-            return
+            found = _description_after_docstring(line)  # else the next test, read as any line from here
+            if found is None:
+                self._status_after(described[0], line, 0)
+                return
         first = line.find(" ... ")
         if found is None and first >= 0 and (dots := line.rfind("...", 0, first)) >= 0:
             found = _describe(line, dots + 3)  # another program's text ending in "..." came first
