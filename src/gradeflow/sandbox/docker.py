@@ -15,7 +15,10 @@ until signalled to kill the command user's processes. Each
   (a fork bomb filled the pids limit), the engine signals the keeper, which kills them without forking;
   when even that fails, the engine kills the whole container and the command raises ``SandboxBroken``;
 - ``oom_killed`` is read from the container's memory cgroup (``oom_kill`` counter), which also catches
-  kills inside a ``docker exec`` that the engine's ``OOMKilled`` flag misses.
+  kills inside a ``docker exec`` that the engine's ``OOMKilled`` flag misses;
+- ``cpu_throttled`` and ``cpu_seconds`` come from the container's cpu cgroup counters, read before and after
+  the command (:mod:`gradeflow.sandbox._docker_cpu`: a file read or two where this host has the container's
+  cgroup, else the engine's stats; ``False``/``None`` where neither answers).
 
 Engine failures raise ``SandboxUnavailable``, which the Prefect tasks retry and the flow turns into an
 inconclusive grade unless :meth:`DockerSandboxFactory.probe` shows that a fresh container works (then the
@@ -43,6 +46,7 @@ import docker.errors
 from gradeflow.config import cache_dir
 from gradeflow.errors import SandboxBroken, SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox._docker_cpu import CpuMeter, command_cpu, cpu_meter
 from gradeflow.sandbox._docker_disk import DF_COMMAND, disk_events, folders_full, start_watcher
 from gradeflow.sandbox._docker_engine import (
     DEFAULT_IMAGE,
@@ -167,6 +171,7 @@ class DockerSandbox(Sandbox):
             start_watcher(self._client.api, container.id, self._settings.keeper_user)
             with tree_archive(host_workspace) as archive:
                 self._put(container, WORKSPACE, archive)
+            self._meter: CpuMeter = cpu_meter(self._client.api, container.id)
         except BaseException as exc:
             remove_container(container)
             if isinstance(exc, (*ENGINE_ERRORS, OSError)):
@@ -202,6 +207,7 @@ class DockerSandbox(Sandbox):
         own = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp"}
         environment = {**own, **env} if self._shape is None else self._shape.variables(own, env)
         try:
+            before = self._meter.read()
             pending, reader = run_exec(
                 self._client.api,
                 container.id,
@@ -211,6 +217,7 @@ class DockerSandbox(Sandbox):
                 timeout=timeout,
                 stdin=stdin,
             )
+            cpu_throttled, cpu_seconds = command_cpu(before, self._meter.read())
             oom_killed, disk_full = self._reap(container, command)
             outcome = finish(pending, reader)
         except ENGINE_ERRORS as exc:
@@ -224,6 +231,8 @@ class DockerSandbox(Sandbox):
             timed_out=outcome.timed_out,
             oom_killed=oom_killed,
             disk_full=disk_full,
+            cpu_throttled=cpu_throttled,
+            cpu_seconds=cpu_seconds,
             stdout_bytes=outcome.stdout_bytes,
         )
 
