@@ -62,11 +62,11 @@ def grade(
     """
     spec = task if isinstance(task, TaskSpec) else load_task(task)
     submission = make_submission(patch=patch, workspace=workspace, submission_id=submission_id)
-    session = open_session(spec, sandbox, profile)
-    quiet_prefect()
-    with prefect_server_errors():
-        use_local_server()
-    return grade_in(session, submission)
+    with open_session(spec, sandbox, profile) as session:
+        quiet_prefect()
+        with prefect_server_errors():
+            use_local_server()
+        return grade_in(session, submission)
 
 
 def grade_in(session: Session, submission: Submission) -> GradeResult:

@@ -3,10 +3,12 @@ recent, just built ones and what is not an entry kept."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -20,9 +22,12 @@ import structlog
 from gradeflow.cli import main
 from gradeflow.config import byte_size, env_cap
 from gradeflow.environments import roots
-from gradeflow.environments.store import RECENT, enforce_cap, in_use, prune, stored, touch_used
+from gradeflow.environments.store import RECENT, Holds, enforce_cap, in_use, prune, stored, touch_used
 from gradeflow.errors import SpecError
 from gradeflow.logs import configure_logging
+from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox.isolated import IsolatedSandboxFactory
+from store_helpers import prune_elsewhere
 
 MIB = 1024 * 1024
 
@@ -134,12 +139,13 @@ def test_a_grade_taking_a_base_keeps_the_store_under_the_cap(
     assert kept["calc-1111"].exists() and kept["debian-bookworm-bbbb"].exists()
 
 
-def test_a_root_build_keeps_the_store_under_the_cap(kept: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    def tiny_debootstrap(recipe: roots.RootRecipe, fs: Path) -> None:
-        (fs / "usr/bin").mkdir(parents=True)
-        (fs / "usr/bin/python3.13").write_bytes(os.urandom(MIB))
+def _tiny_debootstrap(recipe: roots.RootRecipe, fs: Path) -> None:
+    (fs / "usr/bin").mkdir(parents=True)
+    (fs / "usr/bin/python3.13").write_bytes(os.urandom(MIB))
 
-    monkeypatch.setattr(roots, "_debootstrap", tiny_debootstrap)
+
+def test_a_root_build_keeps_the_store_under_the_cap(kept: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(roots, "_debootstrap", _tiny_debootstrap)
     monkeypatch.setenv("GRADEFLOW_ENV_CAP", "6M")
     recipe = roots.RootRecipe.from_spec("debian:trixie")
     assert recipe is not None
@@ -178,6 +184,65 @@ with in_use(Path(sys.argv[1])):
     print("held", flush=True)
     sys.stdin.read()
 """
+
+
+def _descriptors_on(path: Path) -> int:
+    """How many of this process's open files are ``path``."""
+    found = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            found += os.readlink(fd) == str(path)
+    return found
+
+
+@pytest.mark.slow
+def test_a_sandbox_factory_holds_its_root_until_it_is_closed(
+    kept: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(roots, "_debootstrap", _tiny_debootstrap)
+    recipe = roots.RootRecipe.from_spec("debian:trixie")
+    assert recipe is not None
+    lock = roots.roots_dir() / recipe.name / "in-use.lock"
+    with (
+        pytest.raises(RuntimeError, match="the grade broke"),
+        IsolatedSandboxFactory(EnvironmentSpec(root="debian:trixie")) as factory,
+    ):
+        assert factory.describe().python_version == "3.13"
+        # Another process prunes everything it may: all but the root the factory holds.
+        assert sorted(prune_elsewhere()) == sorted(kept)
+        assert lock.parent.joinpath("fs").is_dir()
+        for _ in range(3):  # every sandbox asks for the root: one lock, taken once
+            assert factory.describe().python_version == "3.13"
+        assert _descriptors_on(lock) == 1
+        raise RuntimeError("the grade broke")
+    assert _descriptors_on(lock) == 0  # released on the way out of the block, error or not
+    assert prune_elsewhere() == [recipe.name]
+    assert not lock.parent.exists()
+    # Used again after it was closed and the root pruned: built, verified and held again.
+    assert factory.describe().python_version == "3.13" and lock.parent.joinpath("fs").is_dir()
+    assert prune_elsewhere() == []
+    factory.close()
+
+
+def test_holds_take_one_lock_per_entry_again_after_a_rebuild_and_none_in_a_copy(kept: dict[str, Path]) -> None:
+    calc = kept["calc-1111"]
+    with Holds() as holds:
+        assert holds.hold(calc) and holds.hold(calc) and _descriptors_on(calc / "in-use.lock") == 1
+        assert not holds.hold(calc.with_name("gone"))  # a missing entry is not made by holding it
+        copy = pickle.loads(pickle.dumps(holds))  # another process's copy holds only what it is asked for there
+        assert copy.hold(kept["django-2222"]) and _descriptors_on(calc / "in-use.lock") == 1
+        del copy  # and lets it go when collected
+        # The entry removed and built again (a cached state found changed): its new lock file is the one held.
+        subprocess.run(["rm", "-rf", str(calc)], check=True)
+        (calc / "environment").mkdir(parents=True)
+        (calc / "environment" / "lib.so").write_bytes(os.urandom(MIB))
+        assert holds.hold(calc) and _descriptors_on(calc / "in-use.lock") == 1
+        assert [e.name for e in prune(max_bytes=0, now=time.time() + 2 * RECENT)] == [
+            "debian-bullseye-aaaa",
+            "django-2222",
+            "debian-bookworm-bbbb",
+        ]
+    assert [e.name for e in prune(max_bytes=0, now=time.time() + 2 * RECENT)] == ["calc-1111"]
 
 
 def test_what_is_not_an_entry_or_is_being_built_is_never_removed(kept: dict[str, Path], tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def run_agent(planned: PlannedTrial, workspace: Path) -> AgentRun:
     if refused is not None:
         return _agent_run(refused, AgentSummary())
     try:
-        with factory.open(workspace) as sandbox:
+        with factory, factory.open(workspace) as sandbox:  # the factory holds the task's root until the end
             folder = sandbox.install_harness({ISSUE_NAME: issue_text(planned.task).encode()})
             done = sandbox.run(
                 agent_command(config.command(), config.agent_dir),

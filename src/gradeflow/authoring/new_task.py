@@ -224,7 +224,7 @@ def new_task(prepared: PreparedTask, progress: Progress) -> NewTask:
         write_spec(request.out, _sealed(prepared.skeleton, derived), prepared.header)
         return load_task(request.out)
 
-    with RunProgress(plan.total) as display, flow_runs_without_heartbeat():
+    with session, RunProgress(plan.total) as display, flow_runs_without_heartbeat():
         token = run_listener.set(display)
         try:
             derived, report = derive_and_validate(

@@ -35,7 +35,7 @@ from gradeflow.flows.validate import BASELINE_ID, EMPTY_ID, REFERENCE_ID, Valida
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory
-from gradeflow.tasks.baseline import Baseline, baseline_key, build_environment, ensure_pristine
+from gradeflow.tasks.baseline import Baseline, baseline_key, build_base
 from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.flaky import RepeatedRuns, RunListener, one_run, repeat_runs
 from gradeflow.tasks.repo import BaseRef
@@ -80,10 +80,10 @@ class RunPlan:
 def _ground(task_spec: TaskSpec, factory: SandboxFactory, base: BaseRef) -> Baseline:
     """The pristine base and the task's environment (``setup`` run once) the plain runs start from, without a
     health-check run of their own: the runs are the check (a run without a usable report says why). No Prefect
-    call: the runs start before the first request to the server, which can take seconds on a fresh one."""
+    call: the runs start before the first request to the server, which can take seconds on a fresh one. Built as
+    a baseline's (held by ``factory``, counted in the store and its cap)."""
     key = baseline_key(task_spec, base, describe_environment.fn(task_spec, factory))
-    pristine = ensure_pristine(base, key)
-    environment = build_environment(task_spec, pristine, key, factory)
+    pristine, environment = build_base(task_spec, base, key, factory)
     return Baseline(base=base, key=key, pristine=pristine, tests_record=b"", environment=environment)
 
 

@@ -12,9 +12,11 @@ Each entry's last use is the time of its ``used`` file (touched whenever a grade
 folder; its size is recorded once (:func:`~gradeflow.environments.disk.entry_size`). :func:`prune` removes the
 least recently used first, until the total fits ``max_bytes``, and every entry unused for longer than
 ``unused_for`` seconds. :func:`enforce_cap` does the same to ``$GRADEFLOW_ENV_CAP`` after a root is built and
-whenever a grade takes a base, just built or cached (:func:`touch_used`), keeping that entry.
+whenever a grade takes a base, just built or cached (:func:`touch_used`; :func:`touch_built` once a base's
+environment is built, its size recorded first), keeping that entry.
 
-Never removed: an entry another process is building (its build lock taken), one held by :func:`in_use`, one a
+Never removed: an entry another process is building (its build lock taken), one held by :func:`in_use` or by
+:class:`Holds` (a sandbox factory holds its root and the bases its grades take for as long as it is open), one a
 grade took in the last ten minutes (:data:`RECENT`: it may be mounted in a running sandbox), and anything in
 the store's folders not laid out as an entry (a root holds ``fs`` or ``root.json``, a base ``repo`` or
 ``environment``; links are not followed).
@@ -26,18 +28,21 @@ import contextlib
 import fcntl
 import os
 import subprocess
+import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from types import TracebackType
+from typing import Literal, Self
 
 import structlog
 
 from gradeflow.config import env_cap
 from gradeflow.environments.disk import bases_dir, entry_size, roots_dir
 
-__all__ = ["RECENT", "Stored", "enforce_cap", "in_use", "prune", "stored", "touch_used"]
+__all__ = ["RECENT", "Holds", "Stored", "enforce_cap", "in_use", "prune", "stored", "touch_built", "touch_used"]
 
 _log = structlog.get_logger(__name__)
 
@@ -73,6 +78,13 @@ def touch_used(folder: Path) -> None:
     enforce_cap(folder)
 
 
+def touch_built(folder: Path) -> None:
+    """:func:`touch_used` for an entry just built, its size measured and recorded first: no later listing, nor
+    the cap, walks its tree (a base's environment can hold tens of thousands of files)."""
+    entry_size(folder)
+    touch_used(folder)
+
+
 @contextlib.contextmanager
 def in_use(folder: Path) -> Iterator[None]:
     """Hold ``folder`` (a root's or a base's) for the block: no prune or cap removes it meanwhile, however long
@@ -87,6 +99,82 @@ def in_use(folder: Path) -> Iterator[None]:
     with handle:
         fcntl.flock(handle, fcntl.LOCK_SH)
         yield
+
+
+class Holds:
+    """Entries held in use until :meth:`release` (or the end of a ``with`` block, or this object's collection):
+    one shared lock per entry, as :func:`in_use` takes, opened once however often the entry is asked for.
+
+    A pickled or deep-copied ``Holds`` holds nothing: a copy in another process holds what it is asked for there.
+    """
+
+    _guard = threading.Lock()
+    """Held while the locks of any ``Holds`` change: grades in threads share one sandbox factory's."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, int] = {}
+        """Entry folder → the descriptor of its ``in-use.lock``, locked shared."""
+        weakref.finalize(self, _unlock, self._locks)
+
+    def hold(self, folder: Path) -> bool:
+        """Hold ``folder`` (a root's or a base's) from now on; ``False`` when it is missing (nothing held). Taken
+        again when its ``in-use.lock`` is no longer the file held (the entry was removed and built again)."""
+        lock = folder / "in-use.lock"
+        with self._guard:
+            held = self._locks.get(str(folder))
+            if held is not None and _same_file(held, lock):
+                return True
+            descriptor = _lock_shared(lock)
+            if descriptor is None:
+                return False
+            if held is not None:
+                os.close(held)
+            self._locks[str(folder)] = descriptor
+            return True
+
+    def release(self) -> None:
+        """Release every entry held (they may be pruned again); idempotent."""
+        with self._guard:
+            _unlock(self._locks)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+    def __reduce__(self) -> tuple[type[Holds], tuple[()]]:
+        return Holds, ()
+
+
+def _lock_shared(lock: Path) -> int | None:
+    """A descriptor of ``lock`` (made when missing) locked shared; ``None`` when its entry is missing or was removed
+    while the lock was awaited (a removal holds it exclusively)."""
+    try:
+        descriptor = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        fcntl.flock(descriptor, fcntl.LOCK_SH)
+        if _same_file(descriptor, lock):
+            return descriptor
+    os.close(descriptor)
+    return None
+
+
+def _unlock(locks: dict[str, int]) -> None:
+    while locks:
+        os.close(locks.popitem()[1])
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    try:
+        held, there = os.fstat(descriptor), os.stat(path)
+    except OSError:
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
 def stored() -> list[Stored]:

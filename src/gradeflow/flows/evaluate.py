@@ -26,7 +26,7 @@ from gradeflow.evaluation.progress import Progress
 from gradeflow.evaluation.records import PlannedGrade, crash_result, record_for
 from gradeflow.evaluation.suite import Suite, content_key, patch_hash
 from gradeflow.flows.grade import grade_submission
-from gradeflow.flows.session import factory_for, flow_runs_without_heartbeat, open_session, prepare_base
+from gradeflow.flows.session import factory_in, flow_runs_without_heartbeat, open_session, prepare_base
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.tasks.environment import pin_base
@@ -73,7 +73,8 @@ def plan_suite(suite: Suite, profile: str | None) -> list[PlannedGrade]:
 def warm_baseline(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> bool:
     """Build (or find cached) the task's baseline; ``False`` when the environment failed (grades say why)."""
     try:
-        prepare_base(task_spec, factory_for(task_spec, sandbox), pin_base(task_spec))
+        with factory_in(task_spec, sandbox) as factory:
+            prepare_base(task_spec, factory, pin_base(task_spec))
     except InfraError:
         return False
     return True

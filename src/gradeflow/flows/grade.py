@@ -28,7 +28,7 @@ from prefect.states import Completed, State
 from prefect.utilities.annotations import opaque
 
 from gradeflow.errors import InfraError, SpecError
-from gradeflow.flows.session import factory_for, prepare_base, profile_for
+from gradeflow.flows.session import factory_in, prepare_base, profile_for
 from gradeflow.graders.verdict import gate_decided_result, inconclusive_result, refused_result
 from gradeflow.logs import get_logger, redacting
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, Submission, TaskSpec
@@ -132,12 +132,14 @@ def grade_submission(
     """Grade one submission; an environment failure ends in a Completed state named ``Inconclusive``.
 
     Log lines carry ``run_id`` (one a caller bound, e.g. an agent run, else this flow run's id),
-    ``flow_run_id``, ``task_id`` and ``submission_id``; the task's ``env`` values are redacted.
+    ``flow_run_id``, ``task_id`` and ``submission_id``; the task's ``env`` values are redacted. The base and
+    root it takes are held by its sandbox factory: a ``sandbox`` given as a factory holds them until its owner
+    closes it (a session's, across its grades), one made here until the grade ends.
     """
     policy = profile_for(task_spec, profile)
-    factory = factory_for(task_spec, sandbox)
     run_id = structlog.contextvars.get_contextvars().get("run_id") or flow_run.id
     with (
+        factory_in(task_spec, sandbox) as factory,
         structlog.contextvars.bound_contextvars(
             run_id=run_id,
             flow_run_id=flow_run.id,

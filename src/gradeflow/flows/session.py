@@ -7,14 +7,22 @@ limits the docker engine cannot meet, a missing hidden-tests folder, a custom gr
 import. It returns a :class:`Session`, whose sandbox factory, profile and pinned base are passed on
 to the flows instead of being resolved again. :func:`prepare_base` then builds (or finds cached) the
 pristine baseline inside a flow.
+
+What a grade takes from the environment store (the base, the root) is held by its sandbox factory
+(:meth:`~gradeflow.sandbox.base.SandboxFactory.hold`): a session's for the session's life, across all its grades
+(close it, or open it in a ``with`` block), else the one a flow makes for itself (:func:`factory_in`) for that
+flow's life.
 """
 
 from __future__ import annotations
 
 import tarfile
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 import structlog
 from prefect.context import SettingsContext, get_settings_context
@@ -31,7 +39,15 @@ from gradeflow.tasks.baseline import Baseline, changed_state, discard_state, ens
 from gradeflow.tasks.environment import describe_environment
 from gradeflow.tasks.repo import BaseRef, resolve_base
 
-__all__ = ["Session", "factory_for", "flow_runs_without_heartbeat", "open_session", "prepare_base", "profile_for"]
+__all__ = [
+    "Session",
+    "factory_for",
+    "factory_in",
+    "flow_runs_without_heartbeat",
+    "open_session",
+    "prepare_base",
+    "profile_for",
+]
 
 
 _log = structlog.get_logger(__name__)
@@ -39,12 +55,26 @@ _log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class Session:
-    """A task spec with its sandbox factory, grading profile and pinned base, resolved once."""
+    """A task spec with its sandbox factory, grading profile and pinned base, resolved once; what its grades take
+    from the environment store is held until :meth:`close` (or the end of a ``with`` block)."""
 
     task_spec: TaskSpec
     factory: SandboxFactory
     profile: Profile
     base: BaseRef
+
+    def close(self) -> None:
+        """Release the root and bases the session's grades hold (its factory's: one a caller gave too). The
+        session stays usable: its next grade holds them again."""
+        self.factory.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def flow_runs_without_heartbeat() -> AbstractContextManager[object]:
@@ -70,6 +100,17 @@ def factory_for(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> Sa
     if isinstance(sandbox, SandboxFactory):
         return sandbox
     return sandbox_factory(task_spec.environment, sandbox).show(task_spec)
+
+
+@contextmanager
+def factory_in(task_spec: TaskSpec, sandbox: str | SandboxFactory | None) -> Iterator[SandboxFactory]:
+    """:func:`factory_for` for a block: a factory made here is closed at its end (what it held released); one
+    given is the caller's, held on past it."""
+    if isinstance(sandbox, SandboxFactory):
+        yield sandbox
+        return
+    with factory_for(task_spec, sandbox) as factory:
+        yield factory
 
 
 def profile_for(task_spec: TaskSpec, profile: str | Profile | None) -> Profile:
@@ -103,12 +144,14 @@ def open_session(
 def prepare_base(
     task_spec: TaskSpec, factory: SandboxFactory, base: BaseRef
 ) -> tuple[EnvironmentFingerprint, Baseline]:
-    """The environment's fingerprint and the task's baseline (Prefect tasks: call inside a flow)."""
+    """The environment's fingerprint and the task's baseline (Prefect tasks: call inside a flow), its folder held
+    by ``factory`` until it is closed."""
     environment = describe_environment(task_spec, factory)
     baseline = prepare_baseline(task_spec, base, environment, factory)
     # A cached baseline can outlive its pristine folder (a cleaned cache, another GRADEFLOW_HOME sharing
     # Prefect's result storage): every step reads that folder, so it is rebuilt here, once, if gone.
     pristine = ensure_pristine(baseline.base, baseline.key)
+    factory.hold(pristine.parent)  # before its digests are checked, for as long as the factory is open
     if pristine != baseline.pristine:
         baseline = baseline.model_copy(update={"pristine": pristine})
     # Whatever is cached is checked against its digests before it is trusted: anything changed since it

@@ -7,7 +7,7 @@ import time
 from prefect import flow
 from pydantic import BaseModel
 
-from gradeflow.flows.session import factory_for, prepare_base
+from gradeflow.flows.session import factory_in, prepare_base
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.profiles import Profile
 from gradeflow.sandbox.base import SandboxFactory
@@ -38,11 +38,21 @@ def task_strength(
     profile: str | Profile | None = None,
     base: BaseRef | None = None,
 ) -> list[TimedGrade]:
-    """Grade every ``(submission_id, patch)`` against one pinned base and baseline, in order."""
+    """Grade every ``(submission_id, patch)`` against one pinned base and baseline, in order; the base and root
+    held by one sandbox factory throughout (see :func:`~gradeflow.flows.session.factory_in`)."""
+    with factory_in(task_spec, sandbox) as factory:
+        return _graded(task_spec, patches, factory, profile, base or pin_base(task_spec))
+
+
+def _graded(
+    task_spec: TaskSpec,
+    patches: list[tuple[str, str]],
+    factory: SandboxFactory,
+    profile: str | Profile | None,
+    base: BaseRef,
+) -> list[TimedGrade]:
     from gradeflow.flows.grade import grade_submission
 
-    factory = factory_for(task_spec, sandbox)
-    base = base or pin_base(task_spec)
     prepare_base(task_spec, factory, base)
     graded = []
     for submission_id, patch in patches:

@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.futures import PrefectFuture
 from pydantic import BaseModel, Field
 
-from gradeflow.flows.session import factory_for, prepare_base
+from gradeflow.flows.session import factory_in, prepare_base
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.models.testids import is_doctest_id
 from gradeflow.profiles import Profile
@@ -145,9 +145,20 @@ def validate_task(
     repeat: int = 1,
     base: BaseRef | None = None,
 ) -> ValidationReport:
-    """Check the base, an empty submission, the reference patch and (``repeat`` > 1) flaky tests."""
-    factory = factory_for(task_spec, sandbox)
-    base = base or pin_base(task_spec)
+    """Check the base, an empty submission, the reference patch and (``repeat`` > 1) flaky tests; the base and
+    root are held by one sandbox factory for the whole validation (see :func:`~gradeflow.flows.session.factory_in`)."""
+    with factory_in(task_spec, sandbox) as factory:
+        return _validated(task_spec, reference, factory, profile, repeat, base or pin_base(task_spec))
+
+
+def _validated(
+    task_spec: TaskSpec,
+    reference: str | None,
+    factory: SandboxFactory,
+    profile: str | Profile | None,
+    repeat: int,
+    base: BaseRef,
+) -> ValidationReport:
     _, baseline = prepare_base(task_spec, factory, base)
     if (listener := acceptance_listener.get()) is not None:
         listener(BASELINE_ID, baseline.tests)
@@ -184,6 +195,9 @@ class _Opening(SandboxFactory):
     def open(self, host_workspace: Path) -> Sandbox:
         self.opened.set()
         return self.factory.open(host_workspace)
+
+    def hold(self, folder: Path) -> bool:
+        return self.factory.hold(folder)
 
     def describe(self) -> SandboxDescription:
         return self.factory.describe()

@@ -5,6 +5,8 @@ holds the repository to run (the private copy made by the snapshot step). Comman
 at :attr:`Sandbox.workspace` and may write reports under :attr:`Sandbox.output_dir`, which lies
 outside the repository. Closing a sandbox removes everything it created. When a candidate's step
 fails as if the environment had, :meth:`SandboxFactory.probe` tells whether a fresh sandbox still works.
+A factory holds the environment store's entries its sandboxes run on (:meth:`SandboxFactory.hold`) until it is
+closed.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import IO, ClassVar, cast
+from typing import IO, ClassVar, Self, cast
 
 from pydantic import BaseModel
 
+from gradeflow.environments.store import Holds
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec, TaskSpec
 from gradeflow.sandbox.shape import Shape
@@ -393,9 +396,38 @@ class Sandbox(abc.ABC):
 
 
 class SandboxFactory(abc.ABC):
-    """Opens sandboxes of one kind; cheap to create, safe to pass to Prefect tasks."""
+    """Opens sandboxes of one kind; cheap to create, safe to pass to Prefect tasks.
+
+    It holds the store entries its sandboxes run on (its root, the bases its grades take) from their first use
+    until :meth:`close` or the end of a ``with`` block (else until it is collected): no prune or cap removes them
+    meanwhile (:mod:`gradeflow.environments.store`). A shallow copy (``copy.copy``, as most :meth:`show`,
+    :meth:`with_network` and :meth:`shaped` make) shares its holds; a pickled one holds what it uses where it is
+    unpickled.
+    """
 
     kind: ClassVar[str]
+
+    def hold(self, folder: Path) -> bool:
+        """Hold ``folder`` (a root's or a base's entry its sandboxes use) until :meth:`close`: one lock per entry
+        and factory, however often asked; ``False`` when the entry is missing."""
+        holds = self.__dict__.get("_holds")
+        if holds is None:
+            holds = self.__dict__.setdefault("_holds", Holds())
+        return holds.hold(folder)
+
+    def close(self) -> None:
+        """Release what :meth:`hold` holds. The factory stays usable: it holds again what it uses next."""
+        holds = self.__dict__.get("_holds")
+        if holds is not None:
+            holds.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
     @abc.abstractmethod
     def open(self, host_workspace: Path) -> Sandbox:

@@ -394,7 +394,8 @@ class IsolatedSandbox(LocalSandbox):
 
 
 class IsolatedSandboxFactory(SandboxFactory):
-    """Opens :class:`IsolatedSandbox` instances with one task's limits."""
+    """Opens :class:`IsolatedSandbox` instances with one task's limits, on the task's root held from the first
+    sandbox (or description) on until the factory is closed (:meth:`SandboxFactory.hold`)."""
 
     kind: ClassVar[str] = "isolated"
 
@@ -436,9 +437,15 @@ class IsolatedSandboxFactory(SandboxFactory):
         return factory
 
     def _resolve_root(self) -> None:
-        """Build or verify the task's root once per factory (``SandboxUnavailable`` when it cannot be built)."""
-        if self.recipe is not None and self.settings.root is None:
-            self.settings.root = ensure_root(self.recipe)
+        """Build or verify the task's root once per factory and hold it while the factory is open (verified and
+        held again when it was released and is gone since); ``SandboxUnavailable`` when it cannot be built."""
+        if self.recipe is None:
+            return
+        root = self.settings.root
+        if root is None or not self.hold(root.folder.parent):
+            # ensure_root marks it used, so no cap removes it before it is held (RECENT).
+            self.settings.root = root = ensure_root(self.recipe)
+            self.hold(root.folder.parent)
 
     def shaped(self, shape: Shape) -> IsolatedSandboxFactory:
         """Sandboxes whose commands see ``shape``'s user (a person's uid, as root), host name, ``/home`` and

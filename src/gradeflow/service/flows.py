@@ -64,7 +64,7 @@ def grade_request(request: GradeRequest) -> GradeResult | State:
     submission = Submission.of_patch(request.submission_id, request.diff())
     _tag_run(run_tags(request, None))
     session = open_session(task_spec, request.sandbox, request.profile)
-    with concurrency(SANDBOX_LIMIT, occupy=1):
+    with session, concurrency(SANDBOX_LIMIT, occupy=1):
         outcome = grade_submission.fn(
             task_spec, submission, sandbox=session.factory, profile=session.profile, base=session.base
         )

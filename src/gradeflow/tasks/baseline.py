@@ -26,7 +26,7 @@ from unidiff.errors import UnidiffParseError
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
 from gradeflow.environments.roots import locked, stat_digest
-from gradeflow.environments.store import touch_used
+from gradeflow.environments.store import touch_built, touch_used
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.integrity.files import inject_tree, list_files
 from gradeflow.integrity.handed import Prior, prior_state
@@ -53,6 +53,7 @@ __all__ = [
     "Baseline",
     "base_test_run",
     "baseline_key",
+    "build_base",
     "build_environment",
     "changed_state",
     "discard_state",
@@ -183,8 +184,7 @@ def prepare_baseline(
     ``BaselineBroken`` when setup fails there or the tests give no usable report.
     """
     key = baseline_key(task_spec, base, fingerprint)
-    pristine = ensure_pristine(base, key)
-    environment = build_environment(task_spec, pristine, key, sandboxes)
+    pristine, environment = build_base(task_spec, base, key, sandboxes)
     tests = base_test_run(task_spec, pristine, sandboxes, environment)
     record = pack_tests(tests)
     return Baseline(
@@ -195,6 +195,20 @@ def prepare_baseline(
         environment=environment,
         digests=state_digests(pristine, environment, record),
     )
+
+
+def build_base(
+    task_spec: TaskSpec, base: BaseRef, key: str, sandboxes: SandboxFactory
+) -> tuple[Path, TaskEnvironment | None]:
+    """The pristine folder of baseline ``key`` and the environment ``setup`` builds on it (each made when missing),
+    their entry of the store held by ``sandboxes`` from the checkout on (the base run after it may take longer
+    than the store spares an entry unused); once built, its size is recorded and the store kept under its cap
+    with it kept (:func:`~gradeflow.environments.store.touch_built`)."""
+    pristine = ensure_pristine(base, key)
+    sandboxes.hold(pristine.parent)
+    environment = build_environment(task_spec, pristine, key, sandboxes)
+    touch_built(pristine.parent)
+    return pristine, environment
 
 
 def state_digests(pristine: Path, environment: TaskEnvironment | None, record: bytes) -> dict[str, str]:
