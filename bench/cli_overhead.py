@@ -15,11 +15,17 @@ fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, o
   it (the median of those pairs' differences);
 - the part of the tests step that grows with the suite: the raw command at the largest size with gradeflow's
   pytest harness loaded, minus without it (paired runs);
-- the time of ``gradeflow --help`` beside ``python -c pass``, and of ``gradeflow report`` on a small ledger.
+- start-up: ``python -c pass``, ``gradeflow --help``, two usage errors (an unknown command, a missing argument:
+  exit 2) and ``gradeflow --version``, run in turn ``STARTUP_RUNS`` times through the installed ``gradeflow``
+  executable: each one's median and the median of its differences from the ``python -c pass`` of the same
+  round (the target is a whole call under 0.3 s on an idle machine);
+- the time of ``gradeflow report`` on a small ledger.
 
-The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end.
+The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end. ``--startup``
+prints the start-up table only, from ``RUNS`` rounds (default ``STARTUP_RUNS``).
 
     python bench/cli_overhead.py [REPEAT]
+    python bench/cli_overhead.py --startup [RUNS]
 """
 
 from __future__ import annotations
@@ -40,6 +46,17 @@ os.environ.pop("PREFECT_API_URL", None)
 SIZES = (10, 1_000, 10_000)
 COMMAND = "python -m pytest -q -p no:cacheprovider -p no:randomly --junitxml={junit}"
 GRADEFLOW = [sys.executable, "-m", "gradeflow.cli"]
+STARTUP_RUNS = 21
+# The console script users run (``python -m`` adds runpy's imports), where the venv has one.
+_SCRIPT = Path(sys.executable).with_name("gradeflow")
+EXECUTABLE = [str(_SCRIPT)] if _SCRIPT.exists() else GRADEFLOW
+STARTUP = (
+    ("python -c pass", [sys.executable, "-c", "pass"], 0),
+    ("gradeflow --help", [*EXECUTABLE, "--help"], 0),
+    ("gradeflow frobnicate (usage error)", [*EXECUTABLE, "frobnicate"], 2),
+    ("gradeflow grade task.yaml (usage error)", [*EXECUTABLE, "grade", "task.yaml"], 2),
+    ("gradeflow --version", [*EXECUTABLE, "--version"], 0),
+)
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -146,12 +163,30 @@ def _small_ledger(root: Path) -> str:
     return url
 
 
-def _timed(argv: list[str]) -> float:
+def _timed(argv: list[str], expected: int = 0) -> float:
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[-4:])} failed ({done.returncode}): {done.stderr[-500:]}")
+    if done.returncode != expected:
+        raise SystemExit(f"{' '.join(argv[-4:])} exited {done.returncode}, not {expected}: {done.stderr[-500:]}")
     return time.perf_counter() - started
+
+
+def startup(runs: int) -> None:
+    """Print the start-up table: each command's median and its median paired difference from ``python -c pass``.
+
+    The commands run in turn, one round after another, so a load that comes and goes falls on all of them.
+    """
+    times: dict[str, list[float]] = {label: [] for label, _, _ in STARTUP}
+    for _ in range(runs):
+        for label, argv, expected in STARTUP:
+            times[label].append(_timed(argv, expected))
+    empty = times[STARTUP[0][0]]
+    width = max(len(label) for label, _, _ in STARTUP)
+    print(f"{'start-up, median of ' + str(runs):<{width}} {'seconds':>8} {'- python -c pass':>17}")
+    for label, _, _ in STARTUP:
+        added = statistics.median(t - e for t, e in zip(times[label], empty, strict=True))
+        shown = "" if label == STARTUP[0][0] else f"{added:+17.3f}"
+        print(f"{label:<{width}} {statistics.median(times[label]):8.3f} {shown}")
 
 
 def _in_process(root: Path, task: Path, patch: Path, repeat: int) -> tuple[float, float, float]:
@@ -203,9 +238,7 @@ def main(repeat: int) -> None:
         f"in the tests step at {SIZES[-1]} tests: gradeflow's pytest harness {harness:+.2f} s"
         f" ({harness / SIZES[-1] * 1e6:.0f} µs a test: the integrity checks after every test call)"
     )
-    empty = statistics.median(_timed([sys.executable, "-c", "pass"]) for _ in range(repeat))
-    helped = statistics.median(_timed([*GRADEFLOW, "--help"]) for _ in range(repeat))
-    print(f"gradeflow --help {helped:.2f} s, python -c pass {empty:.2f} s: +{helped - empty:.2f} s")
+    startup(STARTUP_RUNS)
     ledger = _small_ledger(HOME)
     reported = statistics.median(_timed([*GRADEFLOW, "report", "--ledger", ledger]) for _ in range(repeat))
     print(f"gradeflow report on a ledger of 40 grades {reported:.2f} s")
@@ -213,4 +246,7 @@ def main(repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+    if sys.argv[1:2] == ["--startup"]:
+        startup(int(sys.argv[2]) if len(sys.argv) > 2 else STARTUP_RUNS)
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)

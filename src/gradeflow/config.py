@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from gradeflow.errors import SpecError
+from gradeflow.names import ENV_CAP_VARIABLE
 
 __all__ = [
     "ENV_CAP_VARIABLE",
@@ -21,7 +22,6 @@ __all__ = [
 
 VARIED_RUN_SETTINGS = ("auto", "beside", "after")
 
-ENV_CAP_VARIABLE = "GRADEFLOW_ENV_CAP"
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 

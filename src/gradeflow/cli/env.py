@@ -14,8 +14,8 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from gradeflow.config import ENV_CAP_VARIABLE, byte_size, env_cap
 from gradeflow.errors import SpecError
+from gradeflow.names import ENV_CAP_VARIABLE
 
 if TYPE_CHECKING:
     from gradeflow.environments.store import Stored
@@ -46,6 +46,7 @@ def add_env_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_env_command(args: argparse.Namespace) -> int:
+    from gradeflow.config import byte_size, env_cap
     from gradeflow.environments.store import prune, stored
 
     if args.env_command == "list":

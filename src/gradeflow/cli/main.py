@@ -3,6 +3,10 @@
 Exit codes: 0 passed (or valid), 1 graded and not passed (or invalid), 2 usage or input error,
 3 inconclusive (the environment failed, not the submission: a sandbox, the ledger's database, a Prefect
 server that does not come up), 141 the reader of the output went away (``| head``), 130 interrupted.
+
+Building the parser imports only the standard library and small modules (each command module imports what
+it needs inside the function that runs it), so ``--help``, ``--version`` and a usage error answer without
+pydantic, structlog or Prefect. ``tests/cli/test_parser_imports.py`` holds it to that.
 """
 
 from __future__ import annotations
@@ -11,10 +15,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from gradeflow.cli.checkout import add_checkout_command, run_checkout
 from gradeflow.cli.env import ENV_COMMANDS, add_env_command, run_env_command
@@ -24,16 +27,13 @@ from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_se
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.cli.task import TASK_COMMANDS, add_task_commands, run_task_command
-from gradeflow.config import gradeflow_version
 from gradeflow.errors import GradeflowError, SpecError, prefect_server_errors
-from gradeflow.logs import configure_logging, quiet_prefect
-from gradeflow.models import GradeResult, TaskSpec
+from gradeflow.names import SANDBOX_KINDS
+from gradeflow.text import for_terminal
 
 if TYPE_CHECKING:
     from gradeflow.flows.session import Session
-from gradeflow.models.spec import SANDBOX_KINDS
-from gradeflow.spec import validation_message
-from gradeflow.text import for_terminal
+    from gradeflow.models import GradeResult, TaskSpec
 
 __all__ = ["main"]
 
@@ -42,7 +42,7 @@ EPHEMERAL_HELP = "use a temporary Prefect server for this call only, not the reu
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradeflow", description="Grade coding-agent patches.")
-    parser.add_argument("--version", action="version", version=f"gradeflow {gradeflow_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     grade = sub.add_parser("grade", help="grade one submission")
     grade.add_argument("task", help="path to task.yaml")
@@ -85,6 +85,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse._VersionAction):
+    """``--version``: the installed version, read from the package metadata (importlib.metadata) only when asked."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        from gradeflow.config import gradeflow_version
+
+        self.version = f"gradeflow {gradeflow_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -97,6 +113,16 @@ def _positive(text: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command: the modules it needs (pydantic, structlog, Prefect for a flow) load from here."""
+    from pydantic import ValidationError
+
+    from gradeflow.logs import configure_logging, quiet_prefect
+    from gradeflow.spec import validation_message
+
     # Interactive commands keep stderr for errors; services log every step (GRADEFLOW_LOG_LEVEL overrides).
     service = args.command in {"serve", "deploy", "webhook"}
     configure_logging(os.environ.get("GRADEFLOW_LOG_LEVEL") or ("INFO" if service else "WARNING"))
@@ -123,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "schema":
+        from gradeflow.models import TaskSpec
+
         print(json.dumps(TaskSpec.model_json_schema(), indent=2))
         return 0
     if args.command == "profiles":

@@ -11,8 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gradeflow.cli.server import choose_server
-from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.names import SANDBOX_KINDS
 
 if TYPE_CHECKING:
     from gradeflow.agents import TrialRun
@@ -51,6 +50,7 @@ def add_run_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_run(args: argparse.Namespace) -> int:
     """Plan, check and run the trials; ``SpecError`` (exit 2) for bad input."""
     from gradeflow.agents import TrialConfig, oracle_references, plan_trials, preflight, run_trials
+    from gradeflow.cli.server import choose_server
     from gradeflow.errors import SpecError
     from gradeflow.evaluation.ledger import Ledger
     from gradeflow.spec import load_task

@@ -11,15 +11,10 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from typing import TYPE_CHECKING
 
-from gradeflow.engine.local_server import explicit_api_url, use_local_server
 from gradeflow.errors import SpecError
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = ["SERVER_COMMANDS", "add_server_commands", "choose_server", "run_server_command", "use_local_server"]
+__all__ = ["SERVER_COMMANDS", "add_server_commands", "choose_server", "run_server_command"]
 
 SERVER_COMMANDS = ("server",)
 
@@ -49,6 +44,8 @@ def run_server_command(args: argparse.Namespace) -> int:
 
 def choose_server(ephemeral: bool, dask_address: str | None = None) -> None:
     """Point this process at the Prefect server a one-shot command should use (see the module docstring)."""
+    from gradeflow.engine.local_server import explicit_api_url, use_local_server
+
     if dask_address and not explicit_api_url():
         raise SpecError(
             "--dask-address: the Dask workers need a Prefect server they can reach; set PREFECT_API_URL to it"

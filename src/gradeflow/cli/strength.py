@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradeflow.errors import SpecError
-from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.names import SANDBOX_KINDS
 
 if TYPE_CHECKING:
     from gradeflow.authoring.strength import StrengthReport

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from gradeflow.cli.server import choose_server
 from gradeflow.errors import SpecError
-from gradeflow.evaluation.suite import Suite
-from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.names import SANDBOX_KINDS
 from gradeflow.text import for_terminal
 
 if TYPE_CHECKING:
     from gradeflow.evaluation.ledger import GradeRecord, ReviewRecord
     from gradeflow.evaluation.report import GroupStats
+    from gradeflow.evaluation.suite import Suite
     from gradeflow.flows.evaluate import Evaluation
 
 __all__ = ["SUITE_COMMANDS", "add_suite_commands", "inconclusive_verdict", "run_suite_command"]

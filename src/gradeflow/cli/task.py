@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gradeflow.cli.server import choose_server
 from gradeflow.cli.strength import add_strength_command, run_strength
-from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.names import SANDBOX_KINDS, TASK_TYPES
 from gradeflow.text import for_terminal
 
 __all__ = ["TASK_COMMANDS", "add_task_commands", "run_task_command"]
@@ -43,7 +43,7 @@ def add_task_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     reference.add_argument("--reference", help="the reference fix as a unified diff file")
     reference.add_argument("--fix-commit", help="a commit whose difference from --base is the reference fix")
     new.add_argument("--tests", required=True, help="the test command, with {junit} where the report goes")
-    new.add_argument("--type", default="bugfix", choices=["bugfix", "feature", "refactor", "perf"])
+    new.add_argument("--type", default="bugfix", choices=TASK_TYPES)
     new.add_argument(
         "--repeat",
         type=_positive,

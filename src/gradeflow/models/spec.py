@@ -7,7 +7,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 import re2
 from pydantic import (
@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from gradeflow.config import cache_dir
+from gradeflow.names import SANDBOX_KINDS, SandboxKind, TaskType
 
 __all__ = [
     "PATCH_PARAMETER_BYTES",
@@ -47,10 +48,6 @@ __all__ = [
     "patch_bytes",
 ]
 
-TaskType = Literal["bugfix", "feature", "refactor", "perf"]
-SandboxKind = Literal["isolated", "docker", "local"]
-SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
-"""The sandboxes a task or a caller may name, the default first."""
 Role = Literal["objective", "gate"]
 Status = Literal["graded", "inconclusive"]
 Decision = Literal["merge-candidate", "human-review", "retry", "rejected", "inconclusive"]
