@@ -1,18 +1,27 @@
-"""Process-wide settings read from the environment, in one place."""
+"""Process-wide settings read from the environment, and the names the command line offers before anything runs
+(the sandbox kinds, the task types), in one place.
+
+Nothing heavy is imported here (the package metadata only when the version is asked for), so the ``gradeflow``
+command builds its argument parser (``--help``, usage errors) without pydantic; :mod:`gradeflow.models.spec`
+takes its names from here.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Literal, get_args
 
 from gradeflow.errors import SpecError
-from gradeflow.names import ENV_CAP_VARIABLE
 
 __all__ = [
     "ENV_CAP_VARIABLE",
+    "SANDBOX_KINDS",
+    "TASK_TYPES",
     "VARIED_RUN_SETTINGS",
+    "SandboxKind",
+    "TaskType",
     "byte_size",
     "cache_dir",
     "env_cap",
@@ -20,12 +29,23 @@ __all__ = [
     "varied_beside_main",
 ]
 
+TaskType = Literal["bugfix", "feature", "refactor", "perf"]
+TASK_TYPES: tuple[str, ...] = get_args(TaskType)
+"""The kinds of change a task asks for."""
+SandboxKind = Literal["isolated", "docker", "local"]
+SANDBOX_KINDS: tuple[str, ...] = get_args(SandboxKind)
+"""The sandboxes a task or a caller may name, the default first."""
+ENV_CAP_VARIABLE = "GRADEFLOW_ENV_CAP"
+"""The environment variable holding the most the environment store may keep (see :func:`env_cap`)."""
+
 VARIED_RUN_SETTINGS = ("auto", "beside", "after")
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def gradeflow_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("gradeflow")
     except PackageNotFoundError:  # running from a source tree that was never installed

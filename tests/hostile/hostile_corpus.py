@@ -504,10 +504,12 @@ class Corpus:
         if not pairs and not unguarded:
             return
         started = time.perf_counter()
-        # The corpus is graded on the fast path: each varied run begun beside its main run and read only when
-        # the main run's outcome asks for it (the rest of the suite grades with the varied run after).
+        # The isolated corpus is graded on the fast path: each varied run begun beside its main run and read only
+        # when the main run's outcome asks for it (the docker corpus and the rest of the suite with the varied run
+        # after: two containers per grade at once on a busy 2-core machine is what `auto` avoids).
         previous = os.environ.get("GRADEFLOW_VARIED_RUN")
-        os.environ["GRADEFLOW_VARIED_RUN"] = "beside"
+        beside = any(sandbox == "isolated" for _case, sandbox in pairs)
+        os.environ["GRADEFLOW_VARIED_RUN"] = "beside" if beside else "after"
         try:
             self._grade_all(pairs, unguarded)
         finally:

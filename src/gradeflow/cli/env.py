@@ -14,8 +14,8 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from gradeflow.config import ENV_CAP_VARIABLE
 from gradeflow.errors import SpecError
-from gradeflow.names import ENV_CAP_VARIABLE
 
 if TYPE_CHECKING:
     from gradeflow.environments.store import Stored

@@ -27,8 +27,8 @@ from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_se
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
 from gradeflow.cli.task import TASK_COMMANDS, add_task_commands, run_task_command
+from gradeflow.config import SANDBOX_KINDS
 from gradeflow.errors import GradeflowError, SpecError, prefect_server_errors
-from gradeflow.names import SANDBOX_KINDS
 from gradeflow.text import for_terminal
 
 if TYPE_CHECKING:

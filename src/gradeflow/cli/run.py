@@ -11,7 +11,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from gradeflow.names import SANDBOX_KINDS
+from gradeflow.config import SANDBOX_KINDS
 
 if TYPE_CHECKING:
     from gradeflow.agents import TrialRun

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradeflow.config import SANDBOX_KINDS
 from gradeflow.errors import SpecError
-from gradeflow.names import SANDBOX_KINDS
 
 if TYPE_CHECKING:
     from gradeflow.authoring.strength import StrengthReport

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gradeflow.cli.server import choose_server
+from gradeflow.config import SANDBOX_KINDS
 from gradeflow.errors import SpecError
-from gradeflow.names import SANDBOX_KINDS
 from gradeflow.text import for_terminal
 
 if TYPE_CHECKING:

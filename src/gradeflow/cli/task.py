@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gradeflow.cli.server import choose_server
 from gradeflow.cli.strength import add_strength_command, run_strength
-from gradeflow.names import SANDBOX_KINDS, TASK_TYPES
+from gradeflow.config import SANDBOX_KINDS, TASK_TYPES
 from gradeflow.text import for_terminal
 
 __all__ = ["TASK_COMMANDS", "add_task_commands", "run_task_command"]

@@ -20,8 +20,7 @@ from pydantic import (
     model_validator,
 )
 
-from gradeflow.config import cache_dir
-from gradeflow.names import SANDBOX_KINDS, SandboxKind, TaskType
+from gradeflow.config import SANDBOX_KINDS, SandboxKind, TaskType, cache_dir
 
 __all__ = [
     "PATCH_PARAMETER_BYTES",

@@ -137,7 +137,7 @@ class VariedAhead:
         self._error: BaseException | None = None
         context = contextvars.copy_context()  # the grade's bound log fields go with it
         self._thread = threading.Thread(
-            target=context.run, args=(self._work, run), name="gradeflow-varied-ahead", daemon=True
+            target=context.run, args=(self._work, run), name="gradeflow varied run", daemon=True
         )
         self._thread.start()
 
