@@ -54,14 +54,21 @@ def rerun_ids(task_spec: TaskSpec, evidence: TestRunEvidence) -> list[str]:
     spec = task_spec.tests
     if not spec.varied_run:
         return []
-    quarantine = set(spec.quarantine)
-    f2p = [t for t in spec.fail_to_pass if t not in quarantine]
-    p2p = [t for t in spec.pass_to_pass if t not in quarantine]
+    f2p, p2p = _required(task_spec)
     if any(evidence.outcomes.get(t, "missing") in ("failed", "error", "missing") for t in p2p):
         return []
     if f2p:
         return f2p if all(counts_as_passed(evidence.outcomes.get(t, "missing"), spec) for t in f2p) else []
     return [t for t in p2p if evidence.outcomes.get(t) == "passed"]
+
+
+def _required(task_spec: TaskSpec) -> tuple[list[str], list[str]]:
+    """The fail_to_pass and pass_to_pass tests a varied run may repeat: those the task does not quarantine."""
+    quarantine = set(task_spec.tests.quarantine)
+    return (
+        [t for t in task_spec.tests.fail_to_pass if t not in quarantine],
+        [t for t in task_spec.tests.pass_to_pass if t not in quarantine],
+    )
 
 
 def varied_run(
@@ -167,11 +174,10 @@ def varied_ahead(
 ) -> VariedAhead | None:
     """A varied run started now, beside the main run, when ``GRADEFLOW_VARIED_RUN`` says so (``beside``, or
     ``auto`` with a core to spare) and the task has one to run; else ``None`` (it runs after the main run)."""
-    spec = task_spec.tests
-    if not spec.varied_run or baseline.tests.harness is None or snapshot.workspace is None:
+    if not task_spec.tests.varied_run or baseline.tests.harness is None or snapshot.workspace is None:
         return None
-    quarantine = set(spec.quarantine)
-    ids = [t for t in spec.fail_to_pass if t not in quarantine] or [t for t in spec.pass_to_pass if t not in quarantine]
+    f2p, p2p = _required(task_spec)
+    ids = f2p or p2p
     if not ids or not varied_beside_main():
         return None
     select = _selection(ids, baseline.tests.cases)
