@@ -97,7 +97,26 @@ def test_a_server_that_never_answers_is_one_line_and_exit_3(tmp_path: Path) -> N
     env = base_env(tmp_path, api_url)
     env.update(GRADEFLOW_HOME=str(tmp_path / "gradeflow-home"))
     done = subprocess.run(
-        [str(BIN / "gradeflow"), "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180
+        [str(BIN / "gradeflow"), "serve", "--server-wait", "2"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 3
-    assert done.stderr.splitlines() == [f"gradeflow: error: the Prefect server at {api_url} did not answer within 60 s"]
+    assert done.stderr.splitlines() == [f"gradeflow: error: the Prefect server at {api_url} did not answer within 2 s"]
+
+
+@pytest.mark.parametrize("wait", ["-1", "soon", "nan", "inf"])
+def test_a_server_wait_that_is_no_number_of_seconds_is_a_usage_error(tmp_path: Path, wait: str) -> None:
+    done = subprocess.run(
+        [str(BIN / "gradeflow"), "deploy", "--pool", "p", "--server-wait", wait],
+        env=base_env(tmp_path, "http://127.0.0.1:9/api"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"argument --server-wait: {wait!r} is not a number of seconds (0 or more)" in done.stderr

@@ -1,7 +1,7 @@
 """The ``serve``, ``deploy`` and ``webhook`` subcommands (registered by :mod:`gradeflow.cli`).
 
-``serve`` and ``deploy`` wait up to a minute for a Prefect server that is starting, then exit 3 with one
-line. ``serve`` and ``webhook`` run until interrupted (exit 130 on Ctrl-C). On SIGTERM ``serve`` pauses its
+``serve`` and ``deploy`` wait up to a minute (``--server-wait``) for a Prefect server that is starting, then
+exit 3 with one line. ``serve`` and ``webhook`` run until interrupted (exit 130 on Ctrl-C). On SIGTERM ``serve`` pauses its
 schedules and exits 0, or, when its Prefect server does not answer, stops its runs at once and exits 3 with
 one line. ``deploy`` exits 0 once the deployments are registered. All exit 2 on bad input (a bad config
 file, no webhook secret, no task spec).
@@ -26,8 +26,27 @@ def add_service_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     webhook.add_argument("--tasks", required=True, help="folder holding the task specs, found by task_id")
     webhook.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     webhook.add_argument("--port", type=int, default=8787)
+    for parser in (serve, deploy):
+        parser.add_argument(
+            "--server-wait",
+            type=_seconds,
+            default=60.0,
+            metavar="SECONDS",
+            help="how long to wait for a Prefect server that is starting before exit 3 (default 60)",
+        )
     for parser in (serve, deploy, webhook):
         parser.add_argument("--config", help="service config YAML (default $GRADEFLOW_CONFIG or ./gradeflow.yaml)")
+
+
+def _seconds(text: str) -> float:
+    """A non-negative number of seconds (argparse's usage error, exit 2, otherwise)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def run_service_command(args: argparse.Namespace) -> int:
@@ -38,7 +57,7 @@ def run_service_command(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from gradeflow.service.deployments import serve_deployments
 
-        serve_deployments(config, limit=args.limit)
+        serve_deployments(config, limit=args.limit, server_wait=args.server_wait)
         return 0
     if args.command == "deploy":
         from gradeflow.agents.service import TRIALS_DEPLOYMENT
@@ -46,7 +65,7 @@ def run_service_command(args: argparse.Namespace) -> int:
         from gradeflow.service.review import REVIEW_DEPLOYMENT
 
         names = (GRADE_DEPLOYMENT, EVALUATE_DEPLOYMENT, REVIEW_DEPLOYMENT, TRIALS_DEPLOYMENT)
-        ids = deploy_to_pool(config, args.pool)
+        ids = deploy_to_pool(config, args.pool, server_wait=args.server_wait)
         for name, deployment_id in zip(names, ids, strict=True):
             print(f"{name}\t{deployment_id}\tpool {args.pool}")
         print(f"start workers with: prefect worker start --pool {args.pool}")

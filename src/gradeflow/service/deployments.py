@@ -112,10 +112,13 @@ def ensure_sandbox_limit(slots: int) -> None:
         client.upsert_global_concurrency_limit_by_name(SANDBOX_LIMIT, slots)
 
 
-def serve_deployments(config: ServiceConfig, limit: int | None = None) -> None:
-    """Serve the deployments in this process until SIGTERM or Ctrl-C; ``limit`` bounds concurrent runs."""
+def serve_deployments(
+    config: ServiceConfig, limit: int | None = None, server_wait: float = SERVER_WAIT_SECONDS
+) -> None:
+    """Serve the deployments in this process until SIGTERM or Ctrl-C; ``limit`` bounds concurrent runs;
+    ``server_wait``: seconds to wait for a Prefect server that is starting."""
     refuse_local_suite(config, "serve")
-    await_server(SERVER_WAIT_SECONDS)
+    await_server(server_wait)
     os.environ.update(trusted_environment(config.trust_local_code))
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)
@@ -130,10 +133,11 @@ def _ensure_process_pool(name: str) -> None:
         client.create_work_pool(WorkPoolCreate(name=name, type="process", base_job_template=template))
 
 
-def deploy_to_pool(config: ServiceConfig, pool: str) -> list[str]:
-    """Register both deployments on the ``process`` work pool ``pool``; returns their ids."""
+def deploy_to_pool(config: ServiceConfig, pool: str, server_wait: float = SERVER_WAIT_SECONDS) -> list[str]:
+    """Register both deployments on the ``process`` work pool ``pool``; returns their ids (``server_wait``: as
+    :func:`serve_deployments`)."""
     refuse_local_suite(config, "deploy")
-    await_server(SERVER_WAIT_SECONDS)
+    await_server(server_wait)
     _ensure_process_pool(pool)
     ensure_sandbox_limit(config.sandbox_slots)
     ensure_zombie_automation(config.crash_after)
