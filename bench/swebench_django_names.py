@@ -2,10 +2,13 @@
 
 Every Django row of SWT-bench's page set (113 rows of SWE-bench Verified; ``bench/swebench_django.py``
 says where the pages and Django's history come from) is imported with gradeflow's table and no commands
-file (``import_instances``, as ``gradeflow task import-swebench`` runs it). Printed per list: the names, those
-the name rule alone leaves out (``map_test_name``: Django's ``test (module.Class)`` and node ids, which was
-the whole rule before docstring lines were read from the test modules), those the import leaves out now,
-with their reasons counted, and the rows skipped because no FAIL_TO_PASS name maps. Nothing is graded.
+file (``import_instances``, as ``gradeflow task import-swebench`` runs it). Printed per list, side by side:
+the names, those the name rule alone leaves out (``map_test_name``: Django's ``test (module.Class)`` and node
+ids, the whole rule before docstring lines were read from the test modules), those left out when a docstring
+line maps only to the one test it starts (the rule before ``tests.last_run_of``: a line of several tests was
+left out), and those the import leaves out now (a line of several tests is listed with their ids and scored
+as the last of them to run), with the reasons of what is still left out counted; then the rows skipped because
+no FAIL_TO_PASS name maps. Nothing is graded.
 
     python bench/swebench_django_names.py [--show 10]
 """
@@ -70,12 +73,22 @@ def main() -> None:
         report = import_instances(instances, Path(work) / "repos", None, Path(work) / "tasks")
         took = time.perf_counter() - started
     print(f"{len(rows)} Django rows; imported {len(report.written)}, skipped {len(report.skipped)} in {took:.0f} s")
+    print(
+        f"{'names left out':<14} {'names':>6} {'name rule':>10} {'one test':>9} {'last run':>9}  (scored as last run)"
+    )
     for key in KEYS:
         total = sum(len(row[key]) for row in rows)
         after = [q for q in report.quarantined if q.key == key]
-        print(f"{key}: {total} names; left out by the name rule alone {len(before[key])}, by the import {len(after)}")
+        shared = [s for s in report.last_run if s.key == key]
+        columns = f"{total:>6} {len(before[key]):>10} {len(after) + len(shared):>9} {len(after):>9}"
+        print(f"{key:<14} {columns}  ({len(shared)})")
         for reason, count in Counter(_reason(q.reason) for q in after).most_common():
             print(f"  {count:5}  {reason}")
+    sizes = Counter(len(s.test_ids) for s in report.last_run)
+    print(
+        "names scored as the last to run, by how many tests print them: "
+        + ", ".join(f"{tests} tests: {count}" for tests, count in sorted(sizes.items()))
+    )
     print(f"rows skipped for FAIL_TO_PASS: name rule alone {skipped_before}, the import {len(report.skipped)}")
     for skip in report.skipped:
         print(f"  skipped {skip.instance_id}: {skip.reason}")

@@ -140,6 +140,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
         EXCEPTED,
         "SWE-bench rows and repository mirrors: tests/cli/test_import_swebench.py runs both commands on its own",
     ),
+    (SWEBENCH, "tests:"): ("checked", "tests/tasks/test_last_run_names.py::test_the_swebench_pages_excerpt_loads"),
     (AGENTS, "gradeflow run tasks/*/task.yaml --agent 'my-agent"): (
         "run",
         EXAMPLES + "test_the_agent_example_runs_as_written",

@@ -90,13 +90,15 @@ def _tests(sources: dict[str, str], modules: list[str]) -> DocstringTests:
 
 def test_a_docstring_line_maps_to_the_one_test_it_describes() -> None:
     found = _tests({"views.tests": VIEWS, "views.base": BASE}, ["views.tests"])
-    assert found.test_id("The page renders.") == "views.tests.PageTests::test_page"
-    assert found.test_id("An async test.") == "views.tests.PageTests::test_async"
-    assert found.test_id("Own line of a class whose base comes from another module.") == (
-        "views.tests.Inherits::test_own"
+    assert found.tests_of("The page renders.") == ("views.tests.PageTests::test_page",)
+    assert found.tests_of("An async test.") == ("views.tests.PageTests::test_async",)
+    assert found.tests_of("Own line of a class whose base comes from another module.") == (
+        "views.tests.Inherits::test_own",
     )
     # Inherited from a base read from the module it is imported from: the subclass's id, as unittest prints it.
-    assert found.test_id("Defined in the base module, run under each subclass.") == "views.tests.Inherits::test_base"
+    assert found.tests_of("Defined in the base module, run under each subclass.") == (
+        "views.tests.Inherits::test_base",
+    )
     for never in (
         "With more after the first line.",  # not the first line
         "Not a test: no test prefix.",
@@ -104,7 +106,7 @@ def test_a_docstring_line_maps_to_the_one_test_it_describes() -> None:
         "A module-level function: not unittest's.",
         "",  # a blank docstring prints no line
     ):
-        assert found.test_id(never) is None, never
+        assert found.tests_of(never) == (), never
     assert set(found.by_line) == {
         "The page renders.",
         "An async test.",
@@ -132,20 +134,17 @@ class Child(BaseViewTests):
     )
 
 
-def test_a_line_of_several_tests_or_of_none_is_refused_saying_which() -> None:
+def test_a_line_of_several_tests_names_them_all_and_a_line_of_none_says_what_was_read() -> None:
     found = _tests({"views.tests": VIEWS, "views.base": BASE}, ["views.tests"])
-    assert found.test_id("Shared line.") is None
-    assert found.why_not("Shared line.") == (
-        "the docstring line of 2 tests (views.tests.PageTests::test_same_a, views.tests.PageTests::test_same_b): "
-        "ambiguous"
+    assert found.tests_of("Shared line.") == (
+        "views.tests.PageTests::test_same_a",
+        "views.tests.PageTests::test_same_b",
     )
     mixin = "A mixin's test, run by each test case that mixes it in."
-    assert found.by_line[mixin] == ("views.tests.PageTests::test_from_mixin", "views.tests.FeedTests::test_from_mixin")
-    assert found.test_id(mixin) is None
-    assert found.why_not("Regression for #1") == (
-        "not the docstring line of any test in the test labels' modules (views.tests)"
-    )
-    assert "no module" in _tests({}, []).why_not("Regression for #1")
+    assert found.tests_of(mixin) == ("views.tests.PageTests::test_from_mixin", "views.tests.FeedTests::test_from_mixin")
+    assert found.tests_of("Regression for #1") == ()
+    assert found.why_unknown() == "not the docstring line of any test in the test labels' modules (views.tests)"
+    assert "no module" in _tests({}, []).why_unknown()
 
 
 def test_bases_are_found_where_python_finds_them() -> None:
@@ -159,8 +158,11 @@ def test_bases_are_found_where_python_finds_them() -> None:
         "app.__init__": "",
     }
     found = _tests(package, ["app.tests"])
-    assert (found.test_id("Line a."), found.test_id("Line b.")) == ("app.tests.A::test_a", "app.tests.B::test_b")
-    assert found.test_id("Line c.") is None  # a base nobody defines: not known to be a test case
+    assert (found.tests_of("Line a."), found.tests_of("Line b.")) == (
+        ("app.tests.A::test_a",),
+        ("app.tests.B::test_b",),
+    )
+    assert found.tests_of("Line c.") == ()  # a base nobody defines: not known to be a test case
 
 
 def test_a_module_that_does_not_parse_gives_no_tests() -> None:
@@ -223,10 +225,10 @@ def test_the_tests_are_read_from_the_base_with_the_test_patch_applied(tmp_path: 
     with applied_tree(repo, base, patch, "the test patch", only_patched=True) as tree:
         found = read_docstring_tests(tree, ["views.tests", "views.nested"], split_diff(patch))
     assert found.modules == ("views.tests", "views.nested.test_new")
-    assert found.test_id("The test patch's line.") == "views.tests.Added::test_new"
-    assert found.test_id("New line.") == "views.nested.test_new.N::test_n"  # a package label, a relative base
+    assert found.tests_of("The test patch's line.") == ("views.tests.Added::test_new",)
+    assert found.tests_of("New line.") == ("views.nested.test_new.N::test_n",)  # a package label, a relative base
     assert found.by_line["Defined in the base module, run under each subclass."] == (
         "views.tests.Inherits::test_base",
         "views.nested.test_new.N::test_base",
     )
-    assert found.test_id("Old line.") is None  # the test patch deleted its module
+    assert found.tests_of("Old line.") == ()  # the test patch deleted its module

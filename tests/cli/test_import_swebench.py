@@ -386,3 +386,70 @@ def test_a_bare_name_is_an_id_where_the_log_names_tests_by_function_only() -> No
     assert map_test_name("test_issue_1234", "sympy-log") == "test_issue_1234"
     assert map_test_name("test_issue_1234") is None  # a JUnit report names the file: a bare name has no match
     assert map_test_name("Regression test for #1", "sympy-log") is None
+
+
+SHARED_LINE_TESTS = '''import unittest
+
+from calc import add
+
+
+class AddTests(unittest.TestCase):
+    def test_add(self):
+        """add() adds."""
+        self.assertEqual(add(2, 2), 4)
+
+
+class NegativeTests(unittest.TestCase):  # after AddTests: unittest loads a module's classes by name
+    def test_add(self):
+        """add() adds."""
+        self.assertEqual(add(-3, 1), -2)
+'''
+
+
+def _calc_patch(repo: Path, base: str, add: str) -> str:
+    (repo / "calc.py").write_text(f"def add(a, b):\n    return {add}\n\n\ndef sub(a, b):\n    return a - b\n")
+    patch = _diff(repo, base, ["calc.py"])
+    _git(repo, "checkout", "-q", base, "--", "calc.py")
+    return patch
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_docstring_line_of_several_tests_is_listed_with_their_ids_and_graded_by_the_last_to_run(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    row = json.loads(instances.read_text().splitlines()[1])
+    mirror, base = repos / "acme__calc", row["base_commit"]
+    (mirror / "tests" / "unit" / "test_shared.py").write_text(SHARED_LINE_TESTS)
+    _git(mirror, "add", "tests/unit/test_shared.py")
+    row["test_patch"] = _git(mirror, "diff", "--cached", base, "--", "tests/unit/test_shared.py")
+    _git(mirror, "rm", "-q", "-f", "tests/unit/test_shared.py")
+    row |= {"FAIL_TO_PASS": ["add() adds."], "PASS_TO_PASS": []}
+    instances.write_text(json.dumps(row) + "\n")
+    unittest = {"setup": None, "test_command": "cd tests && PYTHONPATH=.. python -m unittest -v unit.test_shared"}
+    commands.write_text(yaml.safe_dump({"acme/calc": {"2.0": unittest | {"report": "django-log"}}}))
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    assert "1 names several tests print (a docstring's first line) are scored as the one" in capsys.readouterr().err
+    folder = out / "acme__calc-2"
+    text = (folder / "task.yaml").read_text()
+    tests = yaml.safe_load(text)["tests"]
+    assert tests["fail_to_pass"] == ["add() adds."]
+    assert tests["last_run_of"] == {
+        "add() adds.": ["unit.test_shared.AddTests::test_add", "unit.test_shared.NegativeTests::test_add"]
+    }
+    assert "such a name passes or fails as whichever of those tests runs last" in text.split("task_id:")[0]
+    # SWE-bench's verdicts: the name is the status printed last, NegativeTests', whatever AddTests' was.
+    verdicts = {}
+    for label, add in (("gold", "a + b"), ("last fails", "abs(a + b)"), ("last passes", "a + b if a < 0 else a - b")):
+        (tmp_path / "candidate.diff").write_text(_calc_patch(mirror, base, add))
+        code = main(["grade", str(folder / "task.yaml"), "--patch", str(tmp_path / "candidate.diff"), "--json"])
+        result = json.loads(capsys.readouterr().out)
+        details = next(c for c in result["components"] if c["name"] == "tests")["details"]
+        verdicts[label] = (code, result["passed"], details["fail_to_pass"], details["report"]["confirmed_by"])
+    assert verdicts == {
+        "gold": (0, True, {"add() adds.": "passed"}, "recorder"),
+        "last fails": (1, False, {"add() adds.": "failed"}, "recorder"),
+        "last passes": (0, True, {"add() adds.": "passed"}, "recorder"),
+    }

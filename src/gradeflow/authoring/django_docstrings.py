@@ -6,7 +6,9 @@ then `` ... ok``. SWE-bench's log parser keeps that line as the test's name, so 
 PASS_TO_PASS lists hold docstring lines. :func:`read_docstring_tests` reads, statically with :mod:`ast`,
 the test modules an instance's Django labels name, in the repository at the base with the test patch
 applied, and indexes their test methods by that first line: a name that is the first line of exactly one
-test maps to its id, ``module.Class::test_x`` as the django-log parser reads it.
+test maps to its id, ``module.Class::test_x`` as the django-log parser reads it; a name several tests print
+stands for all of them (:meth:`DocstringTests.tests_of`), and the importer lets the one that runs last decide
+(``tests.last_run_of``), as SWE-bench's log parser keeps the status printed last.
 
 What counts as a test, as unittest's loader finds it: a method named ``test*`` of a class defined at the top
 of a label's module, with a class named ``*TestCase`` among its ancestors (``SimpleTestCase``,
@@ -45,17 +47,12 @@ class DocstringTests:
     by_line: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """A docstring's first line to the ids of the tests it describes, in the modules' order."""
 
-    def test_id(self, name: str) -> str | None:
-        """The id of the one test whose docstring's first line is ``name``, else ``None``."""
-        ids = self.by_line.get(name, ())
-        return ids[0] if len(ids) == 1 else None
+    def tests_of(self, name: str) -> tuple[str, ...]:
+        """The ids of every test whose docstring's first line is ``name``, in the modules' order."""
+        return self.by_line.get(name, ())
 
-    def why_not(self, name: str) -> str:
-        """Why ``name`` maps to no test: the line of none of the modules' tests, or of several (named)."""
-        ids = self.by_line.get(name, ())
-        if len(ids) > 1:
-            shown = ", ".join(ids[:_SHOWN]) + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
-            return f"the docstring line of {len(ids)} tests ({shown}): ambiguous"
+    def why_unknown(self) -> str:
+        """Why a name is no test's docstring line: the modules that were read, named."""
         modules = ", ".join(self.modules[:_SHOWN]) + (" ..." if len(self.modules) > _SHOWN else "")
         read = f"the test labels' modules ({modules})" if self.modules else "no module (no label names a file)"
         return f"not the docstring line of any test in {read}"

@@ -20,10 +20,13 @@ Test names: a pytest node id is kept as it is; Django's ``test_name (module.Clas
 gradeflow matches (a package prefix the runner adds is tolerated). Under ``report: django-log`` a docstring's
 first line, SWE-bench's name for a test with a docstring, becomes the id of the one test of the instance's
 labels it describes (:mod:`gradeflow.authoring.django_docstrings`, read from the base with the test patch
-applied). Any other name (a bare name, a docstring line of no test or of several, a parametrized id cut
-short at a space by SWE-bench's log parser) has no id form: it is quarantined (left out of scoring, listed
-in the import report and in the task file's header with the reason), and the row is imported without it.
-A row whose every FAIL_TO_PASS name is quarantined has nothing to grade and is skipped.
+applied). A line that starts several of those tests' docstrings is listed as it is, with their ids under
+``tests.last_run_of``: SWE-bench's log parser keeps, for a name printed several times, the status printed
+last, so the name passes or fails as whichever of its tests runs last in the run. Any other name (a bare
+name, a docstring line of no test, a parametrized id cut short at a space by SWE-bench's log parser) has
+no id form: it is quarantined (left out of scoring, listed in the import report and in the task file's
+header with the reason), and the row is imported without it. A row whose every FAIL_TO_PASS name is
+quarantined has nothing to grade and is skipped.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from gradeflow.spec import json_object, load_yaml
 __all__ = [
     "SWEBENCH_PASS_RULE",
     "ImportReport",
+    "LastRunName",
     "QuarantinedName",
     "SkippedRow",
     "import_instances",
@@ -81,12 +85,25 @@ class QuarantinedName(BaseModel):
     reason: str
 
 
+class LastRunName(BaseModel):
+    """A test name of an imported row that several tests print (a Django docstring's first line): scored as
+    whichever of ``test_ids`` runs last (``tests.last_run_of``)."""
+
+    instance_id: str
+    key: str
+    """``FAIL_TO_PASS`` or ``PASS_TO_PASS``."""
+    name: str
+    test_ids: list[str]
+
+
 class ImportReport(BaseModel):
-    """Every row's fate: a task spec written, or skipped with its reason; and the names left out."""
+    """Every row's fate: a task spec written, or skipped with its reason; the names left out, and those
+    scored as the last of several tests to run."""
 
     written: list[Path] = Field(default_factory=list)
     skipped: list[SkippedRow] = Field(default_factory=list)
     quarantined: list[QuarantinedName] = Field(default_factory=list)
+    last_run: list[LastRunName] = Field(default_factory=list)
 
 
 class _Skip(Exception):
@@ -146,40 +163,52 @@ def _why_unmappable(name: str, docstrings: DocstringTests | None) -> str:
     if "[" in name and not name.endswith("]"):
         return "a parametrized name cut short (SWE-bench's log parser stops a name at a space)"
     if docstrings is not None:
-        return f"neither Django's 'test (module.Class)' nor a test's docstring line: {docstrings.why_not(name)}"
+        return f"neither Django's 'test (module.Class)' nor a test's docstring line: {docstrings.why_unknown()}"
     return "neither a node id (path::name) nor Django's 'test (module.Class)'"
 
 
-def _mapped(
-    row: dict[str, Any], key: str, report: str, docstrings: DocstringTests | None, quarantined: list[QuarantinedName]
-) -> list[str]:
-    """The row's ``key`` names as gradeflow ids; the names with no id form are added to ``quarantined``.
+class _Names(BaseModel):
+    """A row's names as the task lists them: ids, and what is said of the names that are not one."""
+
+    fail_to_pass: list[str] = Field(default_factory=list)
+    pass_to_pass: list[str] = Field(default_factory=list)
+    left_out: list[QuarantinedName] = Field(default_factory=list)
+    last_run: list[LastRunName] = Field(default_factory=list)
+
+
+def _mapped(row: dict[str, Any], key: str, report: str, docstrings: DocstringTests | None, names: _Names) -> list[str]:
+    """The row's ``key`` names as the task lists them: gradeflow ids, and the docstring lines several tests
+    print (added to ``names.last_run``); the names with no id form are added to ``names.left_out``.
     ``docstrings``: the tests of the row's Django labels, for names that are a docstring's first line."""
-    ids = []
+    listed = []
+    instance = str(row["instance_id"])
     for name in _test_list(row, key):
         test_id = map_test_name(name, report)
-        if test_id is None and docstrings is not None:
-            test_id = docstrings.test_id(name)
+        candidates = docstrings.tests_of(name) if test_id is None and docstrings is not None else ()
+        if len(candidates) == 1:
+            test_id = candidates[0]
+        elif len(candidates) > 1:
+            names.last_run.append(LastRunName(instance_id=instance, key=key, name=name, test_ids=list(candidates)))
+            test_id = name
         if test_id is None:
             reason = _why_unmappable(name, docstrings)
-            quarantined.append(QuarantinedName(instance_id=str(row["instance_id"]), key=key, name=name, reason=reason))
+            names.left_out.append(QuarantinedName(instance_id=instance, key=key, name=name, reason=reason))
         else:
-            ids.append(test_id)
-    return list(dict.fromkeys(ids))
+            listed.append(test_id)
+    return list(dict.fromkeys(listed))
 
 
-def _ids(
-    row: dict[str, Any], report: str, docstrings: DocstringTests | None
-) -> tuple[list[str], list[str], list[QuarantinedName]]:
-    """The row's FAIL_TO_PASS and PASS_TO_PASS ids and the names left out; ``_Skip`` when no FAIL_TO_PASS
-    name has an id (nothing to grade)."""
-    left_out: list[QuarantinedName] = []
-    fail_to_pass = _mapped(row, "FAIL_TO_PASS", report, docstrings, left_out)
-    pass_to_pass = _mapped(row, "PASS_TO_PASS", report, docstrings, left_out)
-    if not fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
+def _ids(row: dict[str, Any], report: str, docstrings: DocstringTests | None) -> _Names:
+    """The row's FAIL_TO_PASS and PASS_TO_PASS names as the task lists them and what is said of the others;
+    ``_Skip`` when no FAIL_TO_PASS name can be listed (nothing to grade)."""
+    names = _Names()
+    names.fail_to_pass = _mapped(row, "FAIL_TO_PASS", report, docstrings, names)
+    names.pass_to_pass = _mapped(row, "PASS_TO_PASS", report, docstrings, names)
+    left_out = names.left_out
+    if not names.fail_to_pass and any(q.key == "FAIL_TO_PASS" for q in left_out):
         shown = "; ".join(repr(q.name) for q in left_out[:3]) + (" ..." if len(left_out) > 3 else "")
         raise _Skip(f"no FAIL_TO_PASS name has a gradeflow id form: {shown}")
-    return fail_to_pass, pass_to_pass, left_out
+    return names
 
 
 class _Made(BaseModel):
@@ -288,7 +317,7 @@ def _convert(
     repos: Path,
     commands: dict[str, dict[str, dict[str, Any]]],
     out: Path,
-    quarantined: list[QuarantinedName],
+    imported: ImportReport,
 ) -> Path:
     missing = [key for key in _REQUIRED if key not in row]
     if missing:
@@ -306,12 +335,15 @@ def _convert(
     folder.mkdir(parents=True)
     try:
         hidden, docstrings = _write_hidden(mirror, base, row, folder, labels)
-        fail_to_pass, pass_to_pass, left_out = _ids(row, report, docstrings)
+        names_listed = _ids(row, report, docstrings)
     except _Skip:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     (folder / REFERENCE_FILE).write_text(row["patch"], encoding="utf-8", errors="surrogateescape")
-    tests = {**made.tests, "fail_to_pass": fail_to_pass, "pass_to_pass": pass_to_pass, **hidden}
+    tests = {**made.tests, "fail_to_pass": names_listed.fail_to_pass, "pass_to_pass": names_listed.pass_to_pass}
+    if names_listed.last_run:
+        tests["last_run_of"] = {shared.name: shared.test_ids for shared in names_listed.last_run}
+    tests |= hidden
     spec = {
         "task_id": instance,
         "type": "bugfix",
@@ -324,15 +356,26 @@ def _convert(
         "env": made.env or None,
         "issue": row.get("problem_statement") or None,
     }
-    header = f"Imported from SWE-bench instance {instance} (version {row['version']}, environment_setup_commit "
-    header += f"{row.get('environment_setup_commit') or 'none'})."
-    for note in made.notes:
-        header += f"\nNote: {' '.join(note.split())}"
-    for name in left_out:
-        header += f"\nLeft out of scoring ({name.key}): {json.dumps(name.name)}: {name.reason}."
-    write_spec(folder / "task.yaml", spec, header)
-    quarantined.extend(left_out)
+    write_spec(folder / "task.yaml", spec, _header(row, made.notes, names_listed))
+    imported.quarantined.extend(names_listed.left_out)
+    imported.last_run.extend(names_listed.last_run)
     return folder / "task.yaml"
+
+
+def _header(row: dict[str, Any], notes: list[str], names: _Names) -> str:
+    """The task file's comment: where the row came from, notes on its environment, what its names mean."""
+    header = f"Imported from SWE-bench instance {row['instance_id']} (version {row['version']}, "
+    header += f"environment_setup_commit {row.get('environment_setup_commit') or 'none'})."
+    for note in notes:
+        header += f"\nNote: {' '.join(note.split())}"
+    if names.last_run:
+        header += (
+            "\nNote: each name under tests.last_run_of is the first line of several tests' docstrings, which Django "
+            "prints for each; as in SWE-bench, such a name passes or fails as whichever of those tests runs last."
+        )
+    for name in names.left_out:
+        header += f"\nLeft out of scoring ({name.key}): {json.dumps(name.name)}: {name.reason}."
+    return header
 
 
 def import_instances(instances: Path, repos: Path, commands_file: Path | None, out: Path) -> ImportReport:
@@ -348,7 +391,7 @@ def import_instances(instances: Path, repos: Path, commands_file: Path | None, o
     report = ImportReport()
     for number, row in rows:
         try:
-            report.written.append(_convert(row, repos, commands, out, report.quarantined))
+            report.written.append(_convert(row, repos, commands, out, report))
         except _Skip as exc:
             instance = str(row.get("instance_id", f"line {number}"))
             report.skipped.append(SkippedRow(instance_id=instance, line=number, reason=str(exc)))

@@ -126,6 +126,11 @@ def _import_swebench(args: argparse.Namespace) -> int:
             f"gradeflow: {name.instance_id}: {name.key} name {shown} left out of scoring: {name.reason}",
             file=sys.stderr,
         )
+    if report.last_run:
+        _progress(
+            f"{len(report.last_run)} names several tests print (a docstring's first line) are scored as the one "
+            "of those tests that runs last (tests.last_run_of), as SWE-bench's log parser reads them"
+        )
     _progress(f"{len(report.written)} task specs written, {len(report.skipped)} rows skipped")
     valid = _validate_imported(report.written, args) if args.validate else True
     return 1 if report.skipped or not valid else 0

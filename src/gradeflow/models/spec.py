@@ -123,6 +123,12 @@ class TestsSpec(_Spec):
     """Tests that fail on the base and must pass after the patch (pytest node ids or ``classname::name``)."""
     pass_to_pass: list[str] = Field(default_factory=list)
     """Tests that pass on the base and must keep passing."""
+    last_run_of: dict[str, list[str]] = Field(default_factory=dict)
+    """Names that stand for several tests, each read as the test of its list that ran last: the name's
+    outcome is that test's outcome in the run (``missing`` when none of them ran), wherever the name is
+    listed (``fail_to_pass``, ``pass_to_pass``, ``quarantine``). SWE-bench's name for a Django test with a
+    docstring is the docstring's first line, and its log parser keeps the status printed last under a
+    line several tests print; an imported task lists such a line with the ids of the tests it starts."""
     hidden: str | None = None
     """Folder copied over the repository root for the test run only, then removed."""
     hidden_patch: str | None = None
@@ -181,6 +187,22 @@ class TestsSpec(_Spec):
         return value
 
     _resolve_hidden = field_validator("hidden", "hidden_patch")(_resolve)
+
+    @model_validator(mode="after")
+    def _last_run_names_listed(self) -> TestsSpec:
+        listed = {*self.fail_to_pass, *self.pass_to_pass, *self.quarantine}
+        for name, ids in self.last_run_of.items():
+            if not ids or name in ids or name not in listed:
+                raise ValueError(
+                    f"tests.last_run_of[{name!r}] must list test ids other than the name itself, and the name "
+                    "must be listed in fail_to_pass, pass_to_pass or quarantine"
+                )
+        return self
+
+    def expanded(self, test_ids: list[str]) -> list[str]:
+        """``test_ids`` with each name of :attr:`last_run_of` followed by the ids it stands for, without repeats:
+        every test a run must hold for those ids to be decided."""
+        return list(dict.fromkeys(t for test_id in test_ids for t in (test_id, *self.last_run_of.get(test_id, ()))))
 
 
 class ConstraintsSpec(_Spec):

@@ -14,7 +14,7 @@ import re
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gradeflow.bulk import collector_paused
@@ -259,7 +259,9 @@ class _Expected:
     classes: tuple[str, ...] = ()
 
 
-def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, Outcome]:
+def outcomes_for(
+    test_ids: list[str], cases: list[TestCaseResult], last_run_of: Mapping[str, Sequence[str]] | None = None
+) -> dict[str, Outcome]:
     """The outcome of each test id in ``cases``; ``missing`` when no testcase matches.
 
     An id may be a pytest node id (``tests/test_m.py::TestX::test_y[p]``) or the JUnit spelling
@@ -280,11 +282,19 @@ def outcomes_for(test_ids: list[str], cases: list[TestCaseResult]) -> dict[str, 
     Several testcases under one classname and name (subtests, pytest's separate teardown error)
     aggregate: error beats failed beats xfailed beats passed beats skipped, so ``skipped`` means all
     skipped.
+
+    A test id that is a name of ``last_run_of`` (``tests.last_run_of``) is looked up as the one of its ids whose
+    last testcase comes latest in ``cases``, the run's order (a log's or the recorder's); none found, ``missing``.
     """
     index = _Index(cases)
+    order = {id(case): at for at, case in enumerate(cases)} if last_run_of else {}
     outcomes: dict[str, Outcome] = {}
     for test_id in test_ids:
-        found = index.find(test_id) or index.find(_escaped_params(test_id))
+        if last_run_of and test_id in last_run_of:
+            each = [index.find(t) or index.find(_escaped_params(t)) for t in last_run_of[test_id]]
+            found = max(each, key=lambda hits: max((order[id(c)] for c in hits), default=-1), default=[])
+        else:
+            found = index.find(test_id) or index.find(_escaped_params(test_id))
         outcomes[test_id] = max((c.outcome for c in found), key=_RANK.__getitem__) if found else "missing"
     return outcomes
 

@@ -23,13 +23,13 @@ from gradeflow.integrity.harness import (
 from gradeflow.integrity.recorder import Recorder, read_recorded
 from gradeflow.logs import scrub
 from gradeflow.models import TaskSpec
-from gradeflow.models.evidence import HarnessSummary, TestRunEvidence
+from gradeflow.models.evidence import HarnessSummary, Outcome, TestCaseResult, TestRunEvidence
 from gradeflow.sandbox.base import CommandResult, OutputTooLarge, Sandbox
 from gradeflow.tasks._junit import MAX_JUNIT_BYTES, JUnitError, JUnitTooLarge, names_in, outcomes_for, parse_junit
 from gradeflow.tasks._logformats import MAX_LOG_BYTES, MAX_LOG_CASES, parse_log
 from gradeflow.text import for_terminal
 
-__all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "test_ids"]
+__all__ = ["require_report", "run_setup", "run_test_command", "start_harness", "task_outcomes", "test_ids"]
 
 JUNIT_NAME = "junit.xml"
 LOG_NAME = "test-output.log"
@@ -43,6 +43,12 @@ def test_ids(task: TaskSpec) -> list[str]:
     """Every test id the task names, in a stable order without repeats."""
     spec = task.tests
     return list(dict.fromkeys([*spec.fail_to_pass, *spec.pass_to_pass, *spec.quarantine]))
+
+
+def task_outcomes(task: TaskSpec, cases: list[TestCaseResult]) -> dict[str, Outcome]:
+    """The outcome of each of the task's test ids in ``cases``, in the run's order (a name of
+    ``tests.last_run_of`` is the outcome of whichever of its ids ran last)."""
+    return outcomes_for(test_ids(task), cases, task.tests.last_run_of)
 
 
 def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
@@ -149,7 +155,7 @@ def run_test_command(
     evidence = _cross_check(evidence.model_copy(update={"junit_found": True, "cases": cases}), mtime, started)
     if harness is not None:
         return _harness_check(task, sandbox, harness, evidence, data, against)
-    return evidence.model_copy(update={"outcomes": outcomes_for(test_ids(task), evidence.cases)})
+    return evidence.model_copy(update={"outcomes": task_outcomes(task, evidence.cases)})
 
 
 def _from_log(
@@ -183,8 +189,7 @@ def _from_log(
         checked = _harness_check(task, sandbox, harness, evidence, None, against)
         confirmed = "harness" if checked.harness is not None else None
         return checked.model_copy(update={"confirmed_by": confirmed})
-    outcomes = outcomes_for(test_ids(task), cases)
-    evidence = evidence.model_copy(update={"outcomes": outcomes})
+    evidence = evidence.model_copy(update={"outcomes": task_outcomes(task, cases)})
     if recorder is None:
         return evidence
     return _recorder_check(task, sandbox, recorder, evidence, required=candidate)
@@ -207,7 +212,7 @@ def _recorder_check(
         return evidence.model_copy(update={"junit_tampered": True, "junit_error": "; ".join(recorded.problems)})
     if not recorded.cases and not required:
         return evidence
-    seen = outcomes_for(test_ids(task), recorded.cases)
+    seen = task_outcomes(task, recorded.cases)
     forged = [t for t, o in evidence.outcomes.items() if o == "passed" and seen.get(t) != "passed"]
     update: dict[str, object] = {"confirmed_by": "recorder"}
     if forged and not evidence.junit_tampered:
@@ -253,7 +258,7 @@ def _harness_check(
     record = read_record(sandbox, harness)
     cases = [c for c in evidence.cases if not harness.is_canary(c)]
     ids = test_ids(task)
-    outcomes = outcomes_for(ids, cases)
+    outcomes = task_outcomes(task, cases)
     update: dict[str, object] = {"cases": cases, "outcomes": outcomes}
     if against is None:
         if record is None:
@@ -275,7 +280,9 @@ def _harness_check(
         junit=junit,
         cases=evidence.cases,
         junit_outcomes=dict(outcomes),
-        record_outcomes=dict(outcomes_for(ids, record_cases(record, names_in(ids)))) if record else {},
+        record_outcomes=dict(task_outcomes(task, record_cases(record, names_in(task.tests.expanded(ids)))))
+        if record
+        else {},
         places=run_places(sandbox),
     )
     problems = check_run(harness, record, facts, against)

@@ -128,8 +128,8 @@ def flaky_tests(task_spec: TaskSpec, repeated: RepeatedRuns) -> list[FlakyTest]:
         if len(set(history)) < 2:
             continue
         case = repeated.cases[key]
-        quarantined = _names(spec.quarantine, case)
-        named = _names([*spec.fail_to_pass, *spec.pass_to_pass], case)
+        quarantined = _names(spec.expanded(spec.quarantine), case)
+        named = _names(spec.expanded([*spec.fail_to_pass, *spec.pass_to_pass]), case)
         flaky.append(
             FlakyTest(
                 test=key,

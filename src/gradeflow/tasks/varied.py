@@ -89,7 +89,7 @@ def varied_run(
     usable = main.junit_found and not (main.junit_error or main.junit_tampered or main.timed_out)
     if not ids or not usable or baseline.tests.harness is None or snapshot.workspace is None:
         return None
-    select = _selection(ids, main.cases)
+    select = _selection(task_spec.tests.expanded(ids), main.cases)
     if ahead is not None and (early := ahead.taken_for(ids, select)) is not None:
         return early
     return _run(task_spec, snapshot, baseline, sandboxes, ids, select)
@@ -97,7 +97,8 @@ def varied_run(
 
 def _selection(ids: list[str], cases: list[TestCaseResult]) -> list[str]:
     """The ids as written and as a run's report spelled them: pytest selects by node id, and a spec's id may be
-    the report's spelling instead (a Django-style id, a package prefix the rootdir drops)."""
+    the report's spelling instead (a Django-style id, a package prefix the rootdir drops). A name of
+    ``tests.last_run_of`` comes with its ids (:meth:`~gradeflow.models.TestsSpec.expanded`)."""
     return [*ids, *junit_names(ids, cases)]
 
 
@@ -180,7 +181,7 @@ def varied_ahead(
     ids = f2p or p2p
     if not ids or not varied_beside_main():
         return None
-    select = _selection(ids, baseline.tests.cases)
+    select = _selection(task_spec.tests.expanded(ids), baseline.tests.cases)
     return VariedAhead(partial(_run, task_spec, snapshot, baseline, sandboxes, ids, select), ids, select)
 
 
