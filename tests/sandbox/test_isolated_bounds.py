@@ -111,7 +111,51 @@ def test_a_few_big_files_past_the_disk_stop_the_command(tmp_path: Path) -> None:
         result = box.run(fill, env={}, timeout=60)
         assert result.disk_full and not result.ok and "all-written" not in result.stdout
         written = sum(p.stat().st_size for p in (tmp_path / "ws").glob("big*"))
-        assert written <= 64 * 1024 * 1024
+        assert written <= 64 * 1024 * 1024 + _disk.headroom(64 * 1024 * 1024)
+
+
+_FILL_TMP = """
+import os, sys, time
+path = os.path.join(os.environ["TMPDIR"], "cache.bin")
+try:
+    with open(path, "wb") as handle:
+        for _ in range(16):  # as c5-fill-tmp: ENOSPC with a megabyte or two still shown free
+            handle.write(bytes(64 << 20))
+except OSError as error:
+    print("swallowed", error.errno)
+os.truncate(path, os.path.getsize(path) - (4 << 20))  # gives a little back at once
+print("carried on")
+time.sleep(float(sys.argv[1]))
+if sys.argv[2] == "delete":
+    os.unlink(path)
+"""
+"""Fills ``/tmp`` with one file, swallows the ``ENOSPC``, gives 4 MiB back at once (the disk no longer looks
+full), carries on (a while), then keeps or deletes the file."""
+
+
+@pytest.mark.usefixtures("own_disk")
+@pytest.mark.parametrize(("carry_on", "then"), [(0, "keep"), (1, "delete")])
+def test_a_command_that_ran_the_disk_out_and_swallowed_it_is_stopped(
+    tmp_path: Path, carry_on: float, then: str
+) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "fill.py").write_text(_FILL_TMP)
+    with _open(tmp_path, disk="64m") as box:
+        result = box.run(f"python3 fill.py {carry_on} {then}; echo exit=$?", env={}, timeout=60)
+        assert result.disk_full and not result.ok, (result.stdout, result.stderr)
+        assert "exit=0" not in result.stdout  # stopped while it carried on, when it kept it till the end
+        assert box.run("touch again", env={}, timeout=30).ok  # the room comes back
+
+
+@pytest.mark.usefixtures("own_disk")
+def test_a_command_well_under_the_disk_passes_however_much_it_writes_over_time(tmp_path: Path) -> None:
+    # 40 MiB at a time in a 64 MiB disk, six times over: 240 MiB written, never more than 40 MiB held.
+    churn = "for i in 1 2 3 4 5 6; do head -c 40m /dev/zero > $TMPDIR/t$i && rm $TMPDIR/t$i || exit 1; done"
+    with _open(tmp_path, disk="64m") as box:
+        result = box.run(
+            f"{churn}; head -c 24m /dev/zero > w && head -c 24m /dev/zero > $HOME/h && echo ok", env={}, timeout=60
+        )
+        assert (result.exit_code, result.stdout, result.disk_full) == (0, "ok\n", False), result.stderr
 
 
 @pytest.mark.usefixtures("own_disk")

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._cgroups import JOIN, CommandGroups
-from gradeflow.sandbox._disk import DiskGuard, folder_full
+from gradeflow.sandbox._disk import FULL_BELOW, DiskGuard, folder_full
 from gradeflow.sandbox._local_procs import kill_group
 from gradeflow.sandbox._uplink import Uplink
 from gradeflow.sandbox.base import remove_tree
@@ -95,6 +95,9 @@ class View:
     """The mount point of the sandbox's own file system (:mod:`gradeflow.sandbox._disk`), which holds all the
     command can write (its room on the host's disk taken already): the command is stopped when it is full.
     ``None``: the host's disk is guarded under the folders the command writes."""
+    disk_floor: tuple[int, int] = (FULL_BELOW, 1)
+    """Bytes and inodes free below which :attr:`disk_root` is full (:attr:`~gradeflow.sandbox._disk.SandboxDisk.floor`:
+    ``environment.disk`` taken, its headroom left)."""
     cpu_budget: int | None = None
     """Where the command has no cpu cgroup: seconds of CPU each of its processes may use (``RLIMIT_CPU``, sized
     ``timeout × cpus``; ``SIGXCPU`` past it), all of them at priority :data:`NICE`. Weaker than a cgroup's quota:
@@ -203,7 +206,7 @@ class BwrapContainment:
         """Guard the disk while the command runs: the sandbox's own, or the host's under the folders it writes."""
         view = self.view
         if view.disk_root is not None:
-            self._guard = DiskGuard((), leader, full=(view.disk_root,))
+            self._guard = DiskGuard((), leader, full=(view.disk_root,), floor=view.disk_floor)
         else:
             self._guard = DiskGuard((*view.writable, *(source for source, _ in view.moved)), leader)
         self._guard.start()
@@ -247,7 +250,7 @@ class BwrapContainment:
         if self._guard is not None:
             self._guard.halt.set()
         if self.view.disk_root is not None:
-            self._full_at_end = folder_full(self.view.disk_root)
+            self._full_at_end = folder_full(self.view.disk_root, self.view.disk_floor)
         if self.view.tmp is not None:  # a fresh /tmp for the next command, as a tmpfs would be
             tmp = Path(self.view.tmp)
             remove_tree(tmp, ignore_errors=True)

@@ -1,14 +1,18 @@
 """A file system of each isolated sandbox's own, ``environment.disk`` in size, holding everything it writes.
 
 As root, where loop devices and overlayfs work (asked once: :func:`disk_available`), an isolated sandbox makes
-an ext4 file system in a file of the host's temp folder (no journal, one inode per 8 KiB, sized so that about
-``environment.disk`` bytes are free to commands: :func:`image_size`) and loop-mounts it as its scratch folder
-(:class:`SandboxDisk`). ``HOME``, the private environment, the upper layers of shared environments, the
-output folder and the folder shown as ``/tmp`` live there, and so does the upper layer of an overlay that
-:class:`WorkspaceLayer` mounts over the workspace at its own host path: the workspace's writes count too. A
-command that fills the file system (its bytes or its inodes) gets ``ENOSPC``, and the isolated sandbox stops
-it and reports ``disk_full`` (:func:`folder_full`). Its pages are page cache, not tmpfs: no memory is held
-for what was written (on a host whose temp folder is a tmpfs, the file itself is memory).
+an ext4 file system in a file of the host's temp folder (no journal, one inode per 8 KiB, sized so that
+``environment.disk`` bytes and a :func:`headroom` beyond them are free to commands: :func:`image_size`) and
+loop-mounts it as its scratch folder (:class:`SandboxDisk`). ``HOME``, the private environment, the upper layers
+of shared environments, the output folder and the folder shown as ``/tmp`` live there, and so does the upper
+layer of an overlay that :class:`WorkspaceLayer` mounts over the workspace at its own host path: the workspace's
+writes count too. A command that takes more than ``environment.disk`` of it (its bytes, or its inodes at one per
+8 KiB) is stopped and reported ``disk_full`` (:attr:`SandboxDisk.floor`, :class:`DiskGuard`), whether or not any
+of its writes failed: the headroom lies between that limit and ``ENOSPC``, so a command that ran the disk out
+(and swallowed the error) went past the limit first, by the whole headroom, and is seen whether it left its
+files or not (unless it also deleted them within one poll of the guard: see ``docs/concepts/residual-risks.md``).
+Its pages are page cache, not tmpfs: no memory is held for what was written (on a host whose temp folder is a
+tmpfs, the file itself is memory).
 
 The file's room is taken on the host's disk when the sandbox opens (``fallocate``: no data written), so nothing
 a command writes can fill the host's disk or fail for want of room later (the kernel writes a loop device's
@@ -53,14 +57,15 @@ __all__ = [
     "WorkspaceLayer",
     "disk_available",
     "folder_full",
+    "headroom",
     "image_size",
 ]
 
 FULL_BELOW = 1024 * 1024
-"""A sandbox's file system with less than this many bytes free to commands (or no inode left) is full: ext4
-answers a big write with ENOSPC while a few hundred kilobytes still show free (blocks it keeps for its own
-metadata), so the threshold sits above that."""
+"""A file system with less than this many bytes free (or no inode left) is full: ext4 answers a big write with
+ENOSPC while a megabyte or two still show free (blocks it keeps for its own metadata and preallocations)."""
 _MIB = 1024 * 1024
+_INODE_BYTES = 8192
 _SBIN = "/usr/sbin:/sbin:/usr/bin:/bin"
 # No blocks kept for root: writes through an overlay are made with its mounter's rights (root) and would take them.
 _MKFS = ["-q", "-F", "-t", "ext4", "-m", "0", "-b", "4096", "-i", "8192"]
@@ -71,10 +76,18 @@ _MS_NOSUID, _MS_NODEV, _MNT_DETACH = 2, 4, 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+def headroom(disk: int) -> int:
+    """The room beyond ``disk`` bytes that a sandbox's file system keeps free to commands (1/16 of it, 8 MiB at
+    least): far more than ext4's early ``ENOSPC`` (about 2 MiB), so no write fails before the limit is passed,
+    and a command that runs the file system out writes this much past the limit first."""
+    return max(8 * _MIB, -(-disk // 16 // 4096) * 4096)
+
+
 def image_size(disk: int) -> int:
-    """The file system's size for ``disk`` bytes free to commands: the inode tables (one 256-byte inode per
-    8 KiB) and ext4's own reserve (2%, at most 16 MiB) added, in whole 4 KiB blocks."""
-    size = disk + disk // 30 + min(disk // 49, 16 * _MIB)
+    """The file system's size for ``disk`` bytes and their :func:`headroom` free to commands: the inode tables
+    (one 256-byte inode per 8 KiB) and ext4's own reserve (2%, at most 16 MiB) added, in whole 4 KiB blocks."""
+    room = disk + headroom(disk)
+    size = room + room // 30 + min(room // 49, 16 * _MIB)
     return -(-size // 4096) * 4096
 
 
@@ -82,6 +95,10 @@ class SandboxDisk:
     """One sandbox's file system, mounted at :attr:`root`; its sparse file lies in :attr:`host` beside it.
 
     ``SandboxUnavailable`` when it cannot be made (the host's disk full, no loop device free)."""
+
+    floor: tuple[int, int]
+    """Bytes and inodes free at which ``disk`` of them are taken since the file system was made (the
+    :func:`headroom` and its inodes left): below either, it is full (:func:`folder_full`)."""
 
     def __init__(self, disk: int) -> None:
         self.host = Path(tempfile.mkdtemp(prefix="gradeflow-isolated-"))
@@ -98,6 +115,8 @@ class SandboxDisk:
             self._mounted = True
             (self.root / "lost+found").rmdir()
             self.root.chmod(0o700)
+            info = os.statvfs(self.root)
+            self.floor = (info.f_bavail * info.f_frsize - disk, info.f_favail - disk // _INODE_BYTES)
         except (OSError, subprocess.SubprocessError) as exc:
             self.close()
             raise SandboxUnavailable(f"isolated sandbox: cannot make its {disk}-byte disk: {exc}") from None
@@ -110,13 +129,14 @@ class SandboxDisk:
         remove_tree(self.host, ignore_errors=True)
 
 
-def folder_full(folder: str | Path) -> bool:
-    """The file system of ``folder`` has less than :data:`FULL_BELOW` bytes or no inode left to commands."""
+def folder_full(folder: str | Path, floor: tuple[int, int] = (FULL_BELOW, 1)) -> bool:
+    """The file system of ``folder`` has fewer bytes or inodes free to commands than ``floor`` (by default:
+    less than :data:`FULL_BELOW` bytes or no inode; a sandbox's own disk: its :attr:`SandboxDisk.floor`)."""
     try:
         info = os.statvfs(folder)
     except OSError:
         return False
-    return info.f_bavail * info.f_frsize < FULL_BELOW or info.f_favail == 0
+    return info.f_bavail * info.f_frsize < floor[0] or info.f_favail < floor[1]
 
 
 class WorkspaceLayer:
@@ -210,18 +230,27 @@ _INODE_FLOOR_MIN = 32_768
 """Files (inodes) count like bytes: a command is stopped when it takes a file system it writes to below this
 many free inodes (or the same share of its inodes), a million empty files cost no space."""
 _GUARD_PERIOD = 0.25
-_FULL_PERIOD = 0.05
+_FULL_PERIOD = 0.01
+"""A statvfs costs microseconds: polled this often, a sandbox's disk is seen past its limit unless the command
+writes the whole headroom and deletes it again within one period."""
 
 
 class DiskGuard(threading.Thread):
     """Kills a command's process group when a file system it writes to runs low; ``tripped`` tells."""
 
-    def __init__(self, folders: tuple[str, ...], leader: int, full: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        folders: tuple[str, ...],
+        leader: int,
+        full: tuple[str, ...] = (),
+        floor: tuple[int, int] = (FULL_BELOW, 1),
+    ) -> None:
         """``folders``: on the host's disk (stopped below :data:`HOST_DISK_FLOOR`); ``full``: the sandbox's own
-        file systems (stopped when full)."""
+        file systems (stopped when full, that is below ``floor``: see :func:`folder_full`)."""
         super().__init__(daemon=True, name="gradeflow-disk-guard")
         self.folders = folders
         self.full = full
+        self.floor = floor
         self.leader = leader
         self.halt = threading.Event()
         self.tripped = False
@@ -233,7 +262,7 @@ class DiskGuard(threading.Thread):
         start = {folder: _free(folder) for folder in (*self.folders, *self.full)}
         period = _FULL_PERIOD if self.full else _GUARD_PERIOD
         while not self.halt.wait(period):
-            full = any(_filled(folder, start[folder]) for folder in self.full)
+            full = any(_filled(folder, start[folder], self.floor) for folder in self.full)
             if full or any(_took_it_low(folder, start[folder]) for folder in self.folders):
                 self.tripped = True
                 kill_group(self.leader)
@@ -249,14 +278,15 @@ def _free(folder: str) -> tuple[int, int, int, int]:
     return info.f_bavail * info.f_frsize, info.f_blocks * info.f_frsize, info.f_favail, info.f_files
 
 
-def _filled(folder: str, start: tuple[int, int, int, int]) -> bool:
+def _filled(folder: str, start: tuple[int, int, int, int], floor: tuple[int, int]) -> bool:
     """The sandbox's own file system is full, and the command took some of it: it was not full when the command
-    started, or it has fewer bytes or inodes free than then."""
-    if not folder_full(folder):
+    started, or it has a megabyte (or its 128 inodes) fewer free than then: starting a command takes a few inodes,
+    and the free bytes of a file system being written back move by a few blocks on their own."""
+    if not folder_full(folder, floor):
         return False
     free, _, inodes_free, _ = _free(folder)
-    was_full = start[0] < FULL_BELOW or (start[3] > 0 and start[2] == 0)
-    return not was_full or free < start[0] or inodes_free < start[2]
+    was_full = start[0] < floor[0] or (start[3] > 0 and start[2] < floor[1])
+    return not was_full or free < start[0] - FULL_BELOW or inodes_free < start[2] - FULL_BELOW // _INODE_BYTES
 
 
 def _took_it_low(folder: str, start: tuple[int, int, int, int]) -> bool:

@@ -23,7 +23,8 @@ layered over gradeflow's interpreter, output kept in bounded memory) plus, for e
   command's own where they can be made (:mod:`gradeflow.sandbox._cgroups`); ``environment.disk`` as a file
   system of the sandbox's own that holds everything commands write (the workspace through an overlay,
   ``HOME``, the private environment and its layers' writes, ``/tmp``, reports: :mod:`gradeflow.sandbox._disk`),
-  its commands stopped as ``disk_full`` when it is full (when the sandbox closes, the workspace's writes are
+  its commands stopped as ``disk_full`` once they took more than ``environment.disk`` of it, whether or not a
+  write of theirs failed (when the sandbox closes, the workspace's writes are
   committed into its host folder and the rest is gone); any one file at most ``environment.disk``; output.
 
   Weaker where gradeflow is not root or the kernel refuses (no writable cgroups, no loop device): memory and
@@ -240,6 +241,7 @@ class IsolatedSandbox(LocalSandbox):
             disk=settings.disk,
             tmp=str(self._scratch / "tmp") if bounded else None,
             disk_root=str(self._scratch) if bounded else None,
+            disk_floor=self._disk.floor if self._disk is not None else View.disk_floor,
             cpu_budget=None if groups is not None and groups.cpu else math.ceil(timeout * settings.cpus),
             symlinks=self._links,
         )
