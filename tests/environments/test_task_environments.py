@@ -3,6 +3,7 @@ an environment built once and mounted read-only into every run."""
 
 from __future__ import annotations
 
+import collections
 import subprocess
 import sys
 import venv
@@ -168,9 +169,39 @@ def test_a_task_on_a_bullseye_root_grades_right_through_the_varied_run(tmp_path:
     # Python's own hooks back, threading's taken from _thread before 3.10) all run there.
     command = "PYTHONPATH=src python -m pytest -q -p no:cacheprovider --junitxml={junit}"
     environment = {"root": "debian:bullseye", "packages": ["python3-pytest"]}
-    task = load_task(_task(tmp_path, command, environment=environment))
+    path = _task(tmp_path, command, environment=environment)
+    # A test of what Python 3.10 removed: it passes on the root's 3.9, and could not on gradeflow's interpreter.
+    with (tmp_path / "repo" / "tests" / "test_calc.py").open("a") as tests:
+        tests.write("\n\ndef test_mapping_alias():\n    assert issubclass(dict, collections.Mapping)\n")
+    spec = yaml.safe_load(path.read_text())
+    spec["tests"]["pass_to_pass"].append("tests/test_calc.py::test_mapping_alias")
+    path.write_text(yaml.safe_dump(spec))
+    assert sys.version_info >= (3, 10) and not hasattr(collections, "Mapping")
+    task = load_task(path)
     fixed = grade(task, patch=FIX)
     assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.summary()
+    assert fixed.environment is not None and fixed.environment.python_version == "3.9"
     varied = fixed.component("tests").details["varied_run"]
     assert varied["outcomes"] == {"tests/test_calc.py::test_divide_by_zero": "passed"}
     assert not grade(task, patch="").passed
+
+
+def test_a_built_environment_edited_between_grades_is_found_and_rebuilt(tmp_path: Path, prefect: None) -> None:
+    path = _task(
+        tmp_path,
+        "PYTHONPATH=src python -m pytest -q -p no:cacheprovider --junitxml={junit}",
+        setup='echo built >> "$HOME/builds"',
+    )
+    task = load_task(path)
+    first = grade(task, patch=FIX)
+    assert first.passed and first.environment is not None and first.environment.rebuilt == []
+    from gradeflow.config import cache_dir
+
+    [builds] = cache_dir().glob(f"baselines/{task.task_id}-*/environment/layers/home/builds")
+    builds.write_text("edited by hand\n")  # what every run mounts read-only, changed outside gradeflow
+    second = grade(task, patch=FIX)
+    assert second.passed and second.environment is not None and second.environment.rebuilt == ["environment"]
+    [rebuilt] = cache_dir().glob(f"baselines/{task.task_id}-*/environment/layers/home/builds")
+    assert rebuilt.read_text() == "built\n"  # setup ran again, on the pristine base, into a new environment
+    third = grade(task, patch=FIX)
+    assert third.environment is not None and third.environment.rebuilt == []
