@@ -36,6 +36,7 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settin
 from prefect.testing.utilities import prefect_test_harness
 
 from gradeflow.cli import main as gradeflow
+from gradeflow.integrity.harness import MODULE_PREFIX
 from gradeflow.sandbox.local import LocalSandbox
 
 COMMAND = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
@@ -104,7 +105,7 @@ def _counting_runs() -> list[bool]:
 
     def counted(self: LocalSandbox, command: str, **kwargs: Any) -> Any:
         if "--junitxml" in command:
-            runs.append("-p _gradeflow_" in kwargs["env"].get("PYTEST_ADDOPTS", ""))
+            runs.append(f"-p {MODULE_PREFIX}" in kwargs["env"].get("PYTEST_ADDOPTS", ""))
         return run(self, command, **kwargs)
 
     LocalSandbox.run = counted  # type: ignore[method-assign]

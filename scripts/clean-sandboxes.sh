@@ -1,12 +1,22 @@
 #!/usr/bin/env bash
 # Unmount and detach what isolated sandboxes of killed gradeflow processes left behind: their workspace
 # overlays, their own file systems and the loop devices under them (a sandbox closed normally leaves nothing).
-# Only gradeflow's: mounts under /tmp/gradeflow-* and loop devices backed by /tmp/gradeflow-isolated-*/disk.ext4.
+# Only gradeflow's: loop devices backed by a disk.ext4 in a temporary folder of /tmp (/tmp/tmp*/disk.ext4, or
+# /tmp/gradeflow-isolated-*/disk.ext4 from before their folders were named as any), the file systems mounted
+# from them and the overlays whose upper layers lie on those file systems.
 set -uo pipefail
-mount | awk '$3 ~ /^\/tmp\/gradeflow-/ {print $3}' | sort -r | while read -r target; do
-  umount -l "$target" 2>/dev/null || true
-done
-losetup -a 2>/dev/null | awk -F: '/\/tmp\/gradeflow-isolated-[^)]*\/disk\.ext4/ {print $1}' | while read -r device; do
+ours='^/tmp/(tmp[a-z0-9_]{8}|gradeflow-isolated-[a-z0-9_]+)/disk\.ext4$'
+# grep -E, not awk: mawk takes no {8}.
+devices=$(losetup -nO NAME,BACK-FILE --list 2>/dev/null | while read -r name file; do
+  if grep -qE "$ours" <<<"$file"; then echo "$name"; fi
+done)
+for device in $devices; do
+  for root in $(findmnt -rn -S "$device" -o TARGET 2>/dev/null); do
+    findmnt -rn -t overlay -o TARGET,OPTIONS | awk -v upper="upperdir=$root/" 'index($2, upper) {print $1}' |
+      sort -r | while read -r target; do umount -l "$target" 2>/dev/null || true; done
+    umount -l "$root" 2>/dev/null || true
+  done
   losetup -d "$device" 2>/dev/null || true
 done
-echo "clean-sandboxes: $(losetup -a 2>/dev/null | grep -c gradeflow-isolated || true) gradeflow loop devices left"
+left=$(losetup -nO BACK-FILE --list 2>/dev/null | grep -cE "$ours" || true)
+echo "clean-sandboxes: $left gradeflow loop devices left"

@@ -12,6 +12,7 @@ import yaml
 from test_task_new import COMMAND, calc_repository
 
 from gradeflow.cli import main
+from gradeflow.integrity.harness import MODULE_PREFIX
 from gradeflow.sandbox.local import LocalSandbox
 
 # Passes in a plain run and fails under the grader's harness (the baseline's and the grades' runs).
@@ -20,7 +21,7 @@ import os
 
 
 def test_shy():
-    assert "_gradeflow_" not in os.environ.get("PYTEST_ADDOPTS", "")
+    assert "_plugin_" not in os.environ.get("PYTEST_ADDOPTS", "")
 """
 
 
@@ -42,7 +43,7 @@ def commands(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     original = LocalSandbox.run
 
     def counted(self: LocalSandbox, command: str, **kwargs: Any) -> Any:
-        runs.append((command, "-p _gradeflow_" in kwargs["env"].get("PYTEST_ADDOPTS", "")))
+        runs.append((command, f"-p {MODULE_PREFIX}" in kwargs["env"].get("PYTEST_ADDOPTS", "")))
         return original(self, command, **kwargs)
 
     monkeypatch.setattr(LocalSandbox, "run", counted)

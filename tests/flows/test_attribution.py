@@ -111,8 +111,8 @@ def test_what_counts_as_an_environment_looking_failure() -> None:
 
 def test_the_message_names_what_broke_on_one_bounded_line(repo_task: Callable[..., Path]) -> None:
     task = load_task(repo_task(task_id="message", type="refactor"))
-    error = OSError(f"cannot copy /tmp/gradeflow-ws-abc123/repo/src/x.py:\n{'y' * 1000}")
+    error = OSError(f"cannot copy /tmp/tmpab_12c3d/repo/src/x.py:\n{'y' * 1000}")
     component = broken_component(task, "quality", error)
     (message,) = component.messages
-    assert "\n" not in message and "/tmp/gradeflow-ws-abc123" not in message and "src/x.py" in message
+    assert "\n" not in message and "/tmp/tmpab_12c3d" not in message and "src/x.py" in message
     assert len(message) < 450 and component.role == "objective"

@@ -60,7 +60,7 @@ def _walk(roots):
         if kind is types.FunctionType:
             functions += 1
             module = str(value.__module__)  # the plugin's (its boot module's closures hold no secret: see boot.py)
-            if module.startswith("_gradeflow_") and not module.endswith("_boot") and value.__closure__ is not None:
+            if module.startswith("_plugin_") and not module.endswith("_boot") and value.__closure__ is not None:
                 found.append(f"a closure of the plugin's at {label} ({value.__qualname__})")
             children += [(c.cell_contents, f"{label}.<cell>") for c in value.__closure__ or () if _full(c)]
             wrapped = value.__dict__.get("__wrapped__")
@@ -104,7 +104,7 @@ def test_walk(pytestconfig):
     assert type(sys.meta_path[0]).__name__ == "Finder"  # the harness's, first; this assert is probed
     roots = [("sys.meta_path", list(sys.meta_path)), ("sys.path_hooks", list(sys.path_hooks))]
     for name, module in list(sys.modules.items()):
-        if name.startswith(("_pytest", "pytest", "pluggy", "_gradeflow_", "importlib")):
+        if name.startswith(("_pytest", "pytest", "pluggy", "_plugin_", "importlib")):
             roots.append((name, dict(vars(module))))
         roots += [(f"{name}.__spec__", getattr(module, "__spec__", None)),
                   (f"{name}.__loader__", getattr(module, "__loader__", None))]

@@ -27,7 +27,7 @@ import json
 
 __all__ = ["boot_files", "pytest_ran_without_channel", "pytest_ran_without_harness"]
 
-_BOOT = '''"""gradeflow: this run's harness joins every pytest this interpreter configures."""
+_BOOT = '''"""This run's plugin joins every pytest this interpreter configures."""
 import importlib.machinery
 import os
 import sys

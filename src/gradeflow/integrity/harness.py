@@ -38,6 +38,7 @@ from gradeflow.models.testids import file_of_test_id, split_test_id
 from gradeflow.sandbox.base import Sandbox
 
 __all__ = [
+    "MODULE_PREFIX",
     "Harness",
     "HarnessRecord",
     "Places",
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+MODULE_PREFIX = "_plugin_"
+"""How the harness's module names begin (the plugin, its boot module, the unittest recorder): no word of them
+names gradeflow, since the code under test sees them (``PYTEST_ADDOPTS``, ``sys.modules``, pytest's plugins)."""
 _WORDS = ("value", "parse", "result", "empty", "order", "format", "limit", "default", "config", "round")
 
 
@@ -172,7 +176,7 @@ class Harness:
 
     @property
     def module(self) -> str:
-        return f"_gradeflow_{self.nonce}"
+        return f"{MODULE_PREFIX}{self.nonce}"
 
     @property
     def record_name(self) -> str:

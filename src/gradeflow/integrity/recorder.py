@@ -32,6 +32,7 @@ import json
 import secrets
 from dataclasses import dataclass
 
+from gradeflow.integrity.harness import MODULE_PREFIX
 from gradeflow.models.evidence import CaseOutcome, TestCaseResult
 
 __all__ = ["RecordedRun", "Recorder", "read_recorded"]
@@ -44,7 +45,7 @@ _OUTCOMES: dict[str, CaseOutcome] = {
     "xfailed": "xfailed",
 }
 
-_SOURCE = '''"""gradeflow: records every unittest outcome of this run, signed with the run's key."""
+_SOURCE = '''"""Records every unittest outcome of this run, signed with the run's key."""
 
 
 def _start(path):
@@ -157,7 +158,7 @@ class Recorder:
 
     @property
     def module(self) -> str:
-        return f"_gradeflow_recorder_{self.nonce}"
+        return f"{MODULE_PREFIX}{self.nonce}_unittest"
 
     @property
     def log_name(self) -> str:

@@ -101,7 +101,8 @@ class SandboxDisk:
     :func:`headroom` and its inodes left): below either, it is full (:func:`folder_full`)."""
 
     def __init__(self, disk: int) -> None:
-        self.host = Path(tempfile.mkdtemp(prefix="gradeflow-isolated-"))
+        # Named as any temporary folder: commands see the scratch folder's path (HOME, the environment).
+        self.host = Path(tempfile.mkdtemp())
         """The host folder holding the file system's file (and its mount point)."""
         self.image = self.host / "disk.ext4"
         self.root = self.host / "scratch"

@@ -282,7 +282,7 @@ class IsolatedSandbox(LocalSandbox):
         """``/etc/passwd`` and ``/etc/group`` as the host has them plus the command user, for tools that look
         the current user up (``getpass``, ``git``, ``pip``)."""
         uid, gid, home, user = self._settings.uid, self._settings.gid, self._home, self._user
-        gecos = "gradeflow sandbox" if self._shape is None else user.capitalize()
+        gecos = user.capitalize()
         shell = "/bin/sh" if self._shape is None else "/bin/bash"
         lines = {
             "passwd": f"{user}:x:{uid}:{gid}:{gecos}:{home}:{shell}\n",

@@ -129,7 +129,7 @@ class LocalSandbox(Sandbox):
 
     def _make_scratch(self) -> Path:
         """A fresh private folder for the sandbox's own folders (output, ``HOME``, ``TMPDIR``, the environment)."""
-        return Path(tempfile.mkdtemp(prefix="gradeflow-local-"))
+        return Path(tempfile.mkdtemp())  # named as any: commands see its path (HOME, the environment)
 
     def _make_python(self, folder: Path) -> Path:
         """The sandbox's private Python environment at ``folder``."""

@@ -1,7 +1,7 @@
 """How a varied run's sandbox looks like a developer's machine instead of the grader's (:class:`Shape`).
 
 The main run's sandbox carries marks of its own: a user ``sandbox`` with a uid over 200,000, the host name
-``sandbox``, a workspace under ``/tmp/gradeflow-ws-*``, ``HOME`` under ``/tmp/gradeflow-local-*``, no ``/home``,
+``sandbox``, a workspace under ``/tmp/tmp*``, ``HOME`` under another ``/tmp/tmp*``, no ``/home``,
 ``PYTHONHASHSEED``, ``PYTHONDONTWRITEBYTECODE``, ``TZ`` and ``LC_ALL`` set, a file-size limit. Code that behaves
 only where it sees them passes its tests and fixes nothing. A varied run (:mod:`gradeflow.tasks.varied`) opens
 its sandbox through :meth:`~gradeflow.sandbox.base.SandboxFactory.shaped` with a :class:`Shape` drawn for that

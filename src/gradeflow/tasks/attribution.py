@@ -32,7 +32,8 @@ __all__ = ["CANDIDATE_BROKE_SANDBOX", "attributable", "attributed", "broken_comp
 
 CANDIDATE_BROKE_SANDBOX = "candidate-broke-sandbox"
 _BASE_CODES = {"baseline-broken", "setup-failed"}
-_TEMP_FOLDER = re.compile(r"/\S*?/gradeflow-[a-z]+-[^/\s'\"]+/(?:repo/)?")
+_TEMP_FOLDER = re.compile(r"/\S*?/tmp[a-z0-9_]{8}/(?:repo/)?")
+"""A workspace's or sandbox's temporary folder (``tempfile.mkdtemp``'s own names) in a message."""
 _MAX_DETAIL = 300
 
 T = TypeVar("T")

@@ -163,7 +163,7 @@ def ensure_pristine(base: BaseRef, key: str) -> Path:
 
 def working_copy(pristine: Path) -> Path:
     """A private, disposable copy of the pristine repository (git metadata included)."""
-    root = Path(tempfile.mkdtemp(prefix="gradeflow-ws-"))
+    root = Path(tempfile.mkdtemp())  # named as any temporary folder: commands run in it
     shutil.copytree(pristine, root / "repo", symlinks=True)
     return root / "repo"
 
