@@ -29,7 +29,7 @@ from gradeflow.environments.roots import roots_dir
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
 
-__all__ = ["Shown", "interpreter_site_folders", "shown_folders"]
+__all__ = ["Shown", "interpreter_site_folders", "named_interpreters", "shown_folders"]
 
 _SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/dev", "/proc", "/sys")
 """Paths every sandbox has its own of: never bound from the host by name."""
@@ -200,6 +200,22 @@ def _refuse_protected(task: TaskSpec, folders: dict[str, str]) -> None:
                     f"{where}: names {folder}, which holds or lies in {what}; the sandbox never shows it "
                     f"(task {task.task_id})"
                 )
+
+
+def named_interpreters(task: TaskSpec, *, visible: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The Python prefixes of this host (virtual environments, standalone installs) whose interpreters ``task``'s
+    commands run by path, outside the ``visible`` folders (gradeflow's own interpreter): the ones the local sandbox
+    joins to the harness (the isolated sandbox finds them in :attr:`Shown.interpreters`)."""
+    found: dict[str, None] = {}
+    for _, command in _commands(task):
+        for path, program in _named(command):
+            if not program or _system(path) or any(_overlaps_down(path, v) for v in visible):
+                continue
+            host = Path(path)
+            prefix = (_venv_of(host) or _python_prefix(host)) if host.exists() else None
+            if prefix is not None:
+                found[str(prefix.resolve())] = None
+    return tuple(sorted(found))
 
 
 def interpreter_site_folders(prefix: str) -> list[str]:

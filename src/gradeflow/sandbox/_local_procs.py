@@ -5,7 +5,9 @@ Two ways to contain a command's processes, chosen once per process (:func:`pid_n
 - **a PID namespace** (root, with util-linux ``unshare``): the command runs under
   ``unshare --pid --fork --kill-child --mount-proc``. When its shell ends, or at the timeout, the
   namespace's first process dies and the kernel kills every process left in it, daemons that called
-  ``setsid`` included. ``/proc`` inside shows the namespace's own processes.
+  ``setsid`` included. ``/proc`` inside shows the namespace's own processes. Its mount namespace (private
+  propagation) also lets the sandbox lay a folder over a site folder of an interpreter outside its environment
+  for that command alone (:class:`Containment`'s ``overlays``: how the harness joins a task's own venv).
 - **a marker and a scan** (any user): the command's environment carries a fresh random token in
   :data:`MARKER`; after the command, every process whose environment holds the token or whose session
   is the command's is killed, until none is left. A process that re-executes itself with an emptied
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,6 +30,7 @@ import time
 from pathlib import Path
 from typing import IO, Protocol
 
+from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox.base import OutputCapture
 
 __all__ = ["MARKER", "CommandContainment", "Containment", "Drain", "Feed", "kill_group", "pid_namespace_available"]
@@ -83,9 +87,13 @@ class Containment:
     pass_fds: tuple[int, ...] = ()
     """Descriptors the started process keeps (none here)."""
 
-    def __init__(self, pid_namespace: bool) -> None:
+    def __init__(self, pid_namespace: bool, overlays: tuple[tuple[str, str], ...] = ()) -> None:
+        """``overlays``: ``(folder, layer)`` pairs, each ``layer`` shown read-only over ``folder`` (which shows
+        through it) in the command's mount namespace; only with ``pid_namespace`` (none is made without)."""
         self.pid_namespace = pid_namespace
         self.token = "" if pid_namespace else secrets.token_hex(16)
+        self.overlays = overlays if pid_namespace else ()
+        self._failed = f"gradeflow-overlay-failed-{secrets.token_hex(8)}"
 
     def started(self) -> None:
         """Called once the process was started (or failed to start): close what only the child needs."""
@@ -94,8 +102,14 @@ class Containment:
         """Called with the started process's pid, to watch it while it runs (nothing to watch here)."""
 
     def check_started(self, command: str, stderr: str) -> None:
-        """``SandboxUnavailable`` when the containment itself failed before ``command`` ran; nothing here."""
-        del command, stderr
+        """``SandboxUnavailable`` when an overlay could not be laid, so ``command`` never ran."""
+        del command
+        if self.overlays and self._failed in stderr:
+            why = stderr[: stderr.index(self._failed)].strip().splitlines()
+            folders = ", ".join(folder for folder, _ in self.overlays)
+            raise SandboxUnavailable(
+                f"local sandbox: cannot lay gradeflow's harness over {folders}: {why[-1] if why else 'no output'}"
+            )
 
     def disk_full(self, exit_code: int | None) -> bool:
         """Whether the command ended because it hit a disk limit (the local sandbox sets none)."""
@@ -120,7 +134,12 @@ class Containment:
 
     def argv(self, command: str) -> list[str]:
         if self.pid_namespace:
-            return [*_UNSHARE, "/bin/sh", "-c", _WAITER, "gradeflow", command]
+            mounts = "".join(
+                f"mount -t overlay gradeflow-site -o {shlex.quote(f'lowerdir={layer}:{folder}')} "
+                f"{shlex.quote(folder)} || {{ echo {self._failed} >&2; exit 125; }}\n"
+                for folder, layer in self.overlays
+            )
+            return [*_UNSHARE, "/bin/sh", "-c", mounts + _WAITER, "gradeflow", command]
         return ["/bin/sh", "-c", command]
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:

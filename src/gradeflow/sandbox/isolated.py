@@ -190,12 +190,7 @@ class IsolatedSandbox(LocalSandbox):
         own_python = interpreter_folders() if root is None else ()
         named = (*settings.shown.folders, *(str(Path(f).resolve()) for f in read_only))
         self._read_only = (*system, *own_python, *dict.fromkeys(named))
-        self._site_layer = self._scratch / "site"
-        if settings.shown.interpreters:
-            self._site_layer.mkdir()
-            (self._site_layer / "_gradeflow_harness.pth").write_text(
-                f"import site; site.addsitedir({str(self._scratch / 'harness')!r})\n"
-            )
+        self._site_layer = self._harness_site_layer() if settings.shown.interpreters else self._scratch / "site"
         self._links = links
         own = (str(self._scratch / name) for name in ("out", "home", "env"))
         self._writable = (*own,) if shape is not None else (self._tree, *own)

@@ -11,6 +11,12 @@ lands in the private layer and wins over them), so no ``pip install`` lands in g
 environment or leaks into a later grade. This protects the grader's secrets from accidental leaks, not from a
 hostile patch: candidate code runs with the grader's user rights, so this sandbox is opt-in and warns on
 every grade. Untrusted submissions are graded in the isolated sandbox (the default) or in docker.
+
+An interpreter of this host outside that environment which a task's command runs by path (the project's own
+venv: ``PYTHONPATH=src /opt/venvs/proj/bin/python -m pytest``) joins the harness as in the isolated sandbox:
+a folder holding the harness's site file is laid read-only over its site folders, for the harnessed commands
+alone, in the command's own mount namespace (root only; elsewhere such a run may not load the harness, and the
+base run's failure says why and what to do).
 """
 
 from __future__ import annotations
@@ -29,7 +35,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from gradeflow.config import cache_dir
+from gradeflow.environments.named import interpreter_site_folders, named_interpreters
 from gradeflow.errors import SandboxUnavailable
+from gradeflow.models import TaskSpec
+from gradeflow.sandbox._bwrap import interpreter_folders
 from gradeflow.sandbox._local_procs import CommandContainment, Containment, Drain, Feed, pid_namespace_available
 from gradeflow.sandbox.base import (
     BASE_ENV,
@@ -112,10 +121,21 @@ class LocalSandbox(Sandbox):
 
     kind: ClassVar[str] = "local"
 
-    def __init__(self, host_workspace: Path, *, pid_namespace: bool | None = None, shape: Shape | None = None) -> None:
+    def __init__(
+        self,
+        host_workspace: Path,
+        *,
+        pid_namespace: bool | None = None,
+        shape: Shape | None = None,
+        interpreters: tuple[str, ...] = (),
+    ) -> None:
         """``pid_namespace``: run commands in a PID namespace (``None``: when this machine allows it); ``shape``:
-        the variables as a developer's shell has them (see :mod:`gradeflow.sandbox.shape`)."""
+        the variables as a developer's shell has them (see :mod:`gradeflow.sandbox.shape`); ``interpreters``:
+        Python prefixes outside the private environment whose interpreters join the harness (in a namespace)."""
         self._shape = shape
+        self._interpreters = interpreters
+        self._harnessed = False
+        """A harness (or recorder) was installed: its commands get the overlays of :attr:`_interpreters`."""
         self._pid_namespace = pid_namespace_available() if pid_namespace is None else pid_namespace
         self._scratch = self._make_scratch()
         for name in ("out", "home", "tmp", "harness"):
@@ -206,7 +226,22 @@ class LocalSandbox(Sandbox):
         """How the next command (of at most ``timeout`` seconds) is started and its processes ended (the isolated
         sandbox wraps it in bwrap)."""
         del timeout
-        return Containment(self._pid_namespace)
+        if not (self._harnessed and self._pid_namespace and self._interpreters):
+            return Containment(self._pid_namespace)
+        layer = str(self._harness_site_layer())
+        sites = (site for prefix in self._interpreters for site in interpreter_site_folders(prefix))
+        # The overlay's options separate folders by ``:`` and options by ``,``: a folder holding one cannot be laid.
+        return Containment(True, tuple((site, layer) for site in sites if not set(site) & set(":,\\")))
+
+    def _harness_site_layer(self) -> Path:
+        """A folder holding one site file that makes the sandbox's harness folder a site folder, laid over an
+        outside interpreter's site folders so that interpreter starts the harness as the private one does."""
+        layer = self._scratch / "site"
+        if not layer.is_dir():
+            layer.mkdir()
+            hook = f"import site; site.addsitedir({str(self._scratch / 'harness')!r})\n"
+            (layer / "_gradeflow_harness.pth").write_text(hook)
+        return layer
 
     def runs_on(self, tree: Path) -> bool:
         return Path(self._tree) == tree
@@ -226,6 +261,7 @@ class LocalSandbox(Sandbox):
         folder.mkdir()
         for name, data in files.items():
             (folder / name).write_bytes(data)
+        self._harnessed = True
         return str(folder)
 
     def environment_roots(self) -> dict[str, str]:
@@ -291,16 +327,28 @@ class LocalSandboxFactory(SandboxFactory):
 
     kind: ClassVar[str] = "local"
 
-    def __init__(self, *, pid_namespace: bool | None = None, shape: Shape | None = None) -> None:
+    def __init__(
+        self, *, pid_namespace: bool | None = None, shape: Shape | None = None, interpreters: tuple[str, ...] = ()
+    ) -> None:
+        """``interpreters``: as for :class:`LocalSandbox` (:meth:`show` finds a task's)."""
         self.pid_namespace = pid_namespace
         self.shape = shape
+        self.interpreters = interpreters
 
     def open(self, host_workspace: Path) -> LocalSandbox:
-        return LocalSandbox(host_workspace, pid_namespace=self.pid_namespace, shape=self.shape)
+        return LocalSandbox(
+            host_workspace, pid_namespace=self.pid_namespace, shape=self.shape, interpreters=self.interpreters
+        )
 
     def shaped(self, shape: Shape) -> LocalSandboxFactory:
         """Sandboxes whose commands get a developer's variables; the paths, user and host stay this machine's."""
-        return LocalSandboxFactory(pid_namespace=self.pid_namespace, shape=shape)
+        return LocalSandboxFactory(pid_namespace=self.pid_namespace, shape=shape, interpreters=self.interpreters)
+
+    def show(self, task: TaskSpec) -> LocalSandboxFactory:
+        """This factory, joining to the harness the interpreters outside gradeflow's own that ``task``'s commands
+        run by path (:func:`~gradeflow.environments.named.named_interpreters`)."""
+        interpreters = named_interpreters(task, visible=interpreter_folders())
+        return LocalSandboxFactory(pid_namespace=self.pid_namespace, shape=self.shape, interpreters=interpreters)
 
     def probe(self) -> None:
         """The disks under gradeflow's home and the temp folder have room, and ``true`` runs in a fresh sandbox."""

@@ -332,8 +332,18 @@ def require_report(evidence: TestRunEvidence, where: str, task: TaskSpec | None 
         message = f"{where}: the test command gave no usable report ({why}, exit code {_exit_meaning(evidence)})"
         if task is not None:
             message += f"; command: {for_terminal(task.tests.command)}{_last_lines(evidence, task)}"
+        if _HARNESS_UNIMPORTABLE in evidence.output_tail:
+            message += f"; {_HARNESS_REMEDY}"
         raise InfraError(message, reason_code="baseline-broken")
     return evidence
+
+
+_HARNESS_UNIMPORTABLE = 'Error importing plugin "_gradeflow_'
+_HARNESS_REMEDY = (
+    "the interpreter running pytest could not import gradeflow's harness: it is not the sandbox's Python and the "
+    "command replaces PYTHONPATH. The isolated sandbox (the default) joins an interpreter the command names by its "
+    "path, the local sandbox only as root; else set PYTHONPATH in the task's env, not in the command"
+)
 
 
 _PYTEST_EXITS = {
