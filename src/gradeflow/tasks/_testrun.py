@@ -11,6 +11,7 @@ from gradeflow.errors import InfraError
 from gradeflow.integrity.boot import pytest_ran_without_channel, pytest_ran_without_harness
 from gradeflow.integrity.handed import Prior, suite_sources, withdraw
 from gradeflow.integrity.harness import (
+    MODULE_PREFIX,
     Harness,
     RunFacts,
     Varied,
@@ -338,7 +339,7 @@ def require_report(evidence: TestRunEvidence, where: str, task: TaskSpec | None 
     return evidence
 
 
-_HARNESS_UNIMPORTABLE = 'Error importing plugin "_gradeflow_'
+_HARNESS_UNIMPORTABLE = f'Error importing plugin "{MODULE_PREFIX}'
 _HARNESS_REMEDY = (
     "the interpreter running pytest could not import gradeflow's harness: it is not the sandbox's Python and the "
     "command replaces PYTHONPATH. The isolated sandbox (the default) joins an interpreter the command names by its "
