@@ -21,8 +21,9 @@ channel a grade hands it on standard input (the run's signing key alone, then wi
 serves from memory instead of reading them from disk), side by side (target: the plugin as a grade runs
 it ≤ 0.2 s over the raw run). Each run is timed twice: wall time, and the CPU time (user + system) the
 run's process used, which a shared machine's other load disturbs far less; the medians are compared.
-``--against TEMPLATE`` adds the plugin as a grade runs it built from another template (an older
-``plugin.py.txt``), alternated with the others, and prints the difference between the two.
+``--against TEMPLATE`` adds the plugin as a grade runs it built from another template (an older plugin's one
+module, as ``plugin_template()`` assembles it or an older checkout's ``plugin.py.txt``), alternated with the others,
+and prints the difference between the two.
 ``--no-grade`` skips the first part. The headline difference is printed twice more: as the median of each round's
 own difference, and fastest run against fastest run (both less moved by the machine's other load than a
 difference of medians). ``--instructions`` also counts the instructions the raw run and the run as a grade makes it
@@ -54,7 +55,7 @@ from _steps import alternated, prepared
 from pydantic import SecretStr
 
 from gradeflow.integrity.harness import Harness
-from gradeflow.integrity.plugin_files import plugin_files
+from gradeflow.integrity.plugin_files import plugin_files, plugin_template
 from gradeflow.logs import quiet_prefect
 from gradeflow.tasks import baseline, tests
 from gradeflow.tasks._testrun import run_test_command
@@ -136,14 +137,12 @@ def _thousand_tests(root: Path) -> None:
     )
 
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "src/gradeflow/integrity/plugin.py.txt"
-
-
 def _plugin(
-    folder: Path, module: str, root: Path, out: Path, audit: bool, channel: bool = False, template: Path = TEMPLATE
+    folder: Path, module: str, root: Path, out: Path, audit: bool, channel: bool = False, template: Path | None = None
 ) -> None:
     """The harness plugin's files in ``folder`` for a run over ``root`` (its audit hook on or off, reading the
-    channel or not); an older template that still holds its config in its source is written as one module."""
+    channel or not), from this checkout's parts or ``template``; an older template that still holds its config in
+    its source is written as one module."""
     config = {
         "nonce": "0bec0000",
         "record": str(out / "record.json"),
@@ -155,7 +154,7 @@ def _plugin(
         "workspace": str(root) if audit else None,
         "channel": channel,
     }
-    text = template.read_text()
+    text = plugin_template() if template is None else template.read_text()
     if "__GRADEFLOW_CONFIG__" in text:
         (folder / f"{module}.py").write_text(text.replace("__GRADEFLOW_CONFIG__", json.dumps(config)))
         return

@@ -2,11 +2,11 @@
 
 * :mod:`~gradeflow.integrity.sealing`: a fresh tree's test folders, test configuration and code loaders
   reset to the base's before every run, whatever the patch did to them.
-* :mod:`~gradeflow.integrity.harness` and ``plugin.py.txt``: gradeflow's own part of every pytest run (a
-  plugin loaded from outside the repository, canary tests, a record and a call log), and
+* :mod:`~gradeflow.integrity.harness` and :mod:`~gradeflow.integrity.pytest_harness`: gradeflow's own part of
+  every pytest run (a plugin loaded from outside the repository, canary tests, a record and a call log), and
   :func:`~gradeflow.integrity.harness.check_run`, every way a run disagrees with them and with the base.
   The plugin also installs the runtime audit hook (PEP 578) and watches pytest's machinery and the test
-  modules' names.
+  modules' names; ``pytest_harness``'s docstring maps each of its checks to the attacks it catches.
 * :mod:`~gradeflow.integrity.plugin_files`: the plugin compiled once per grader process, handed to each run
   as a loader module with its config, the code object and the source.
 * :mod:`~gradeflow.integrity.boot`: how the harness joins pytest whatever the command does to its environment.

@@ -1,8 +1,8 @@
 """gradeflow's own part of every pytest run: a plugin loaded by path and two canary tests.
 
-Each run gets a fresh nonce. The plugin (``gradeflow/integrity/plugin.py.txt``, compiled once per grader
-process: see :mod:`gradeflow.integrity.plugin_files`) goes into the sandbox's harness folder, outside the
-repository, under a module name with the nonce, and is loaded with ``-p`` through ``PYTEST_ADDOPTS``.
+Each run gets a fresh nonce. The plugin (assembled from :mod:`gradeflow.integrity.pytest_harness` and compiled
+once per grader process: see :mod:`gradeflow.integrity.plugin_files`) goes into the sandbox's harness folder,
+outside the repository, under a module name with the nonce, and is loaded with ``-p`` through ``PYTEST_ADDOPTS``.
 It writes a record next to the report: the plugins loaded, what was collected, how each test's call
 ended before any report hook could rewrite it, pytest's own exit status and the hash of the JUnit report
 as pytest wrote it. Each call is also appended to a log the

@@ -31,6 +31,7 @@ from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.integrity.files import inject_tree, list_files
 from gradeflow.integrity.handed import Prior, prior_state
 from gradeflow.integrity.harness import Harness
+from gradeflow.integrity.plugin_files import plugin_template
 from gradeflow.logs import scrub
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
@@ -129,12 +130,13 @@ def baseline_key(task_spec: TaskSpec, base: BaseRef, fingerprint: EnvironmentFin
 
 @cache
 def harness_digest() -> str:
-    """A digest of the code that runs inside the test process and writes the base run's record (the plugin,
-    its boot file, the served-modules finder's host side): a base run recorded by other harness code is not
-    this one's witness, even under the same version number (an editable install, a checkout moved on)."""
+    """A digest of the code that runs inside the test process and writes the base run's record (the plugin as
+    assembled from its parts, its boot file, the served-modules finder's host side): a base run recorded by other
+    harness code is not this one's witness, even under the same version number (an editable install, a checkout
+    moved on)."""
     folder = resources.files("gradeflow.integrity")
-    digest = hashlib.sha256()
-    for name in ("plugin.py.txt", "plugin_files.py", "boot.py", "handed.py", "harness.py"):
+    digest = hashlib.sha256(plugin_template().encode())
+    for name in ("plugin_files.py", "boot.py", "handed.py", "harness.py"):
         digest.update(folder.joinpath(name).read_bytes())
     return digest.hexdigest()[:12]
 
