@@ -62,6 +62,25 @@ def test_scoring_table(
     assert (component.dimension, component.role, component.scored) == ("test_evidence", "objective", True)
 
 
+TAMPERED = "the code under test did at run time what the base's run never did: sys.settrace from ./src/calc.py"
+
+
+@pytest.mark.parametrize("profile", ["default", "strict", "rubric"])
+@pytest.mark.parametrize("side", ["candidate", "base"])
+def test_a_tampered_run_of_the_patchs_tests_is_junit_tampered_not_unavailable(side: str, profile: str) -> None:
+    # The evidence run is the candidate's code (and, on the base, its test files): a profile that skips an
+    # unavailable dimension (strict's test_evidence) must not turn tampering there into a skipped dimension.
+    from gradeflow.profiles import load_profile
+
+    runs = {"base": _run({"t": "failed"}), "candidate": _run({"t": "passed"})}
+    runs[side] = _run({"t": "passed"}, junit_tampered=True, junit_error=TAMPERED)
+    component = _grade("bugfix", _evidence(runs["base"], runs["candidate"]))
+    assert (component.score, component.passed, component.scored) == (0.0, False, True)
+    assert component.reason_codes == ["junit-tampered"]
+    assert component.messages == [f"the patch's tests' report on the {side} cannot be trusted: {TAMPERED}"]
+    assert "junit-tampered" in load_profile(profile).hard_gates
+
+
 def test_a_base_run_that_times_out_counts_as_failing_there() -> None:
     component = _grade("bugfix", _evidence(_run(None, timed_out=True), _run({"t": "passed"})))
     assert (component.score, component.passed) == (1.0, True)

@@ -11,6 +11,7 @@ candidate and does not pass on the base.
 | no test in the patch, refactor or perf task                 | unscored (not expected)        |
 | its tests are all skipped on the candidate                  | as if there were none          |
 | no usable report (timeout, setup failure, nothing collected)| unscored, ``test-evidence-unavailable`` |
+| its report or record shows tampering, on either side        | 0, ``junit-tampered``          |
 | k of n tests pass on the candidate, at least one proves     | k / n                          |
 | k of n pass, none fails on the base                         | k / n × 0.25, ``test-does-not-fail-on-base`` |
 | a test passes on a value equal by the repository's own rule | not proving, ``equality-from-repository``    |
@@ -22,6 +23,11 @@ candidate and does not pass on the base.
 lines at module or class level run at import and count for no test, so a test of a constant the patch adds
 proves nothing; a patch that changes no line inside a function brings no proving test. Not measured (every
 test may prove) when the task's runs have no harness.
+
+A run whose harness says its report cannot be trusted (the code under test did what the base's run never
+did, a rewritten report) is the candidate's doing on either side: the base side runs the patch's own test
+files. So it is ``junit-tampered`` (a hard gate in every shipped profile), never an unavailable run that a
+profile would skip.
 
 A test failing on the candidate adds ``regression-test-fails``. Skipped tests are left out of n. An
 expected failure (``xfailed``) counts as failing whatever ``tests.xfail`` says: a test the patch marks as
@@ -69,6 +75,16 @@ def _unusable(run: TestRunEvidence | None, side: str) -> str | None:
     return None
 
 
+def _tampered(evidence: PatchTestsEvidence) -> list[str]:
+    """Why the patch's tests' runs cannot be trusted, one line per side whose harness said so."""
+    sides = (("candidate", evidence.candidate), ("base", evidence.base))
+    return [
+        f"the patch's tests' report on the {side} cannot be trusted: {run.junit_error or 'tampered'}"
+        for side, run in sides
+        if run is not None and run.junit_tampered
+    ]
+
+
 class TestEvidenceGrader(Grader):
     """Objective in the ``test_evidence`` dimension; runs nothing, scores the evidence gathered."""
 
@@ -82,6 +98,15 @@ class TestEvidenceGrader(Grader):
             raise ValueError("the test-evidence step gathered no evidence")
         if not evidence.selected:
             return self._no_tests(context, evidence)
+        tampered = _tampered(evidence)
+        if tampered:
+            return self.component(
+                0.0,
+                False,
+                details={"files": evidence.files, "selected": evidence.selected},
+                messages=tampered,
+                reason_codes=["junit-tampered"],
+            )
         why = _unusable(evidence.candidate, "candidate") or _unusable(evidence.base, "base")
         if why:
             return self.unscored(why, "test-evidence-unavailable", files=evidence.files, selected=evidence.selected)
