@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -164,9 +164,15 @@ def ensure_pristine(base: BaseRef, key: str) -> Path:
 
 
 def working_copy(pristine: Path) -> Path:
-    """A private, disposable copy of the pristine repository (git metadata included)."""
+    """A private, disposable copy of the pristine repository (git metadata included), links kept as links.
+
+    Made by ``cp -a``: a copy per run, so its cost is paid several times a grade, and on 2,000 files
+    ``shutil.copytree`` (a few system calls per file from Python) took about three times as long."""
     root = Path(tempfile.mkdtemp())  # named as any temporary folder: commands run in it
-    shutil.copytree(pristine, root / "repo", symlinks=True)
+    done = subprocess.run(["cp", "-a", "--", str(pristine), str(root / "repo")], capture_output=True, check=False)
+    if done.returncode != 0:
+        remove_tree(root, ignore_errors=True)
+        raise OSError(f"cannot copy {pristine}: {done.stderr.decode(errors='replace').strip()[-300:]}")
     return root / "repo"
 
 
