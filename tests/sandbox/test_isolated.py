@@ -329,4 +329,21 @@ def test_an_unshaped_factory_is_left_as_it_was(factory: IsolatedSandboxFactory, 
     with factory.open(tmp_path) as sandbox:
         assert sandbox.workspace == str(tmp_path)
         assert sandbox.run("hostname", env={}, timeout=30).stdout.strip() == "sandbox"
-        assert sandbox.run("cat /proc/1/comm", env={}, timeout=30).stdout.strip() == "bwrap"
+
+
+@pytest.mark.skipif(not cgroups_available(), reason="pid 1 is bwrap's reaper where the command has no cgroups")
+def test_pid_1_is_the_commands_own_shell_as_in_a_plain_container(box: IsolatedSandbox) -> None:
+    # Read without an audited call (readlink, stat) or with one: nothing of pid 1 names bwrap or the sandbox's mounts.
+    probe = (
+        "python3 -c \"import os; print(os.readlink('/proc/1/exe')); print(open('/proc/1/comm').read().strip()); "
+        "print(open('/proc/1/cmdline').read().replace(chr(0), ' '))\"; sleep 31.25 & setsid sleep 31.25 & echo started"
+    )
+    result = box.run(probe, env={}, timeout=30)
+    exe, comm, cmdline, started = result.stdout.splitlines()
+    assert (Path(exe).name, comm, started) == ("bash", "bash", "started"), result.stdout
+    assert "bwrap" not in cmdline and "--bind" not in cmdline
+    # That pid 1 outlives bwrap's own process: stopping the command still stops all of it.
+    stopped = box.run("sleep 61.25 & setsid sleep 61.25 & sleep 61.25", env={}, timeout=1)
+    assert stopped.timed_out
+    left = subprocess.run(["pgrep", "-f", "^sleep (31|61)\\.25$"], capture_output=True, text=True, check=False).stdout
+    assert not left.split(), left

@@ -203,13 +203,11 @@ def test_code_that_behaves_only_under_pytest_is_for_review(
     assert sum(spent.values()) <= fixed.timings["tests"] + 0.5
 
 
-# Raises only where the sandbox's pid 1 is bwrap's reaper, the grader's isolated sandbox: a sandbox tell.
-# pid 1's name is read relative to /proc's descriptor: opening /proc/1/comm by its path is itself an audit entry
-# (test_code_under_test_that_reads_a_sandbox_tell_is_named); this read is left to the varied run.
+# Raises only where the user is one the grader's isolated sandbox makes (uid 200,000 and up): a sandbox tell read
+# without any audited call, left to the varied run (pid 1 named bwrap was one, before the main run's pid 1 became
+# the command's own shell: test_pid_1_is_the_commands_own_shell_as_in_a_plain_container).
 TELLING = (
-    "import os\n\n\ndef divide(a, b):\n    proc = os.open('/proc', os.O_RDONLY)\n"
-    "    init = os.open('1/comm', os.O_RDONLY, dir_fd=proc)\n"
-    "    graded = os.read(init, 64).strip() == b'bwrap'\n    os.close(init)\n    os.close(proc)\n"
+    "import os\n\n\ndef divide(a, b):\n    graded = os.getuid() >= 200000\n"
     "    if b == 0 and graded:\n        raise ZeroDivisionError('no')\n    return a / b if b else None\n"
 )
 

@@ -206,13 +206,18 @@ class BwrapContainment:
         """Guard the disk while the command runs: the sandbox's own, or the host's under the folders it writes."""
         view = self.view
         if view.disk_root is not None:
-            self._guard = DiskGuard((), leader, full=(view.disk_root,), floor=view.disk_floor)
+            self._guard = DiskGuard((), leader, full=(view.disk_root,), floor=view.disk_floor, kill=self.kill_all)
         else:
-            self._guard = DiskGuard((*view.writable, *(source for source, _ in view.moved)), leader)
+            writable = (*view.writable, *(source for source, _ in view.moved))
+            self._guard = DiskGuard(writable, leader, kill=self.kill_all)
         self._guard.start()
 
     def kill_all(self, leader: int) -> None:
+        """Kill the command's process group and, with cgroups, every process in them: a pid 1 of the command's
+        own (``--as-pid-1``) is in neither bwrap's group nor its care."""
         kill_group(leader)
+        if self.groups is not None:
+            self.groups.kill()
 
     def check_started(self, command: str, stderr: str) -> None:
         """``SandboxUnavailable`` when bwrap never started the command (the shell wrote no byte)."""
@@ -287,9 +292,13 @@ class BwrapContainment:
             self.view.hostname,
         ]
         args.append("--unshare-net")
-        if self.view.machine is not None:
-            # A shaped run's pid 1 is its own first process, as in a plain container (``sh``, the command),
-            # not bwrap's reaper: code that tells the grader's runs by ``/proc/1/comm`` sees another answer here.
+        if self.view.machine is not None or (self.groups is not None and not self.view.network):
+            # pid 1 is the command's own first process, as in a plain container (the shell that runs the command,
+            # which reaps what is left to it), not bwrap's reaper: nothing of pid 1 names bwrap or lists the
+            # sandbox's mounts, whether read with an audited call (``open``) or without (``os.readlink`` of
+            # ``/proc/1/exe``, ``os.stat``). Only where the command has cgroups: that pid 1 is in a session of
+            # its own and outlives bwrap (``setpriv`` clears its parent-death signal), so stopping the command
+            # kills the cgroups' members (:meth:`kill_all`); and without the uplink, which bwrap's pid 1 waits on.
             args.append("--as-pid-1")
         if self.view.uid is None:
             args += ["--unshare-user", "--cap-drop", "ALL"]

@@ -58,6 +58,11 @@ class CommandGroups:
     def procs(self) -> list[str]:
         return [str(folder / "cgroup.procs") for folder in dict.fromkeys(self.folders.values())]
 
+    def kill(self) -> None:
+        """Kill every process in the cgroups now (the command's, whatever session or namespace it is in)."""
+        for folder in dict.fromkeys(self.folders.values()):
+            _kill_members(folder)
+
     def oom_kills(self) -> int:
         """How many processes the kernel killed for memory in this command's cgroup."""
         name = "memory.events" if self.layout.version == 2 else "memory.oom_control"

@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from gradeflow.errors import SandboxUnavailable
@@ -245,13 +246,16 @@ class DiskGuard(threading.Thread):
         leader: int,
         full: tuple[str, ...] = (),
         floor: tuple[int, int] = (FULL_BELOW, 1),
+        kill: Callable[[int], None] = kill_group,
     ) -> None:
         """``folders``: on the host's disk (stopped below :data:`HOST_DISK_FLOOR`); ``full``: the sandbox's own
-        file systems (stopped when full, that is below ``floor``: see :func:`folder_full`)."""
+        file systems (stopped when full, that is below ``floor``: see :func:`folder_full`); ``kill``: how the
+        command is stopped, given ``leader`` (by default its process group)."""
         super().__init__(daemon=True, name="gradeflow-disk-guard")
         self.folders = folders
         self.full = full
         self.floor = floor
+        self.kill = kill
         self.leader = leader
         self.halt = threading.Event()
         self.tripped = False
@@ -266,7 +270,7 @@ class DiskGuard(threading.Thread):
             full = any(_filled(folder, start[folder], self.floor) for folder in self.full)
             if full or any(_took_it_low(folder, start[folder]) for folder in self.folders):
                 self.tripped = True
-                kill_group(self.leader)
+                self.kill(self.leader)
                 return
 
 
