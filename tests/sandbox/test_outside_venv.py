@@ -1,6 +1,7 @@
-"""The local sandbox joins the harness to a task's own virtual environment (a venv of this host outside gradeflow's,
-made by ``python -m venv``), whether its command sets ``PYTHONPATH`` or not; where it cannot (no namespace to lay
-the harness's site file in), the base run's failure says why and what to do, on one line."""
+"""The isolated sandbox (the default) and the local one join the harness to a task's own virtual environment (a
+venv of this host outside gradeflow's, made by ``python -m venv``), whether its command sets ``PYTHONPATH`` or not:
+the reference passes, a half fix scores 1/2. Where the local sandbox cannot (no namespace to lay the harness's site
+file in), the base run's failure says why and what to do, on one line."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from gradeflow import grade
 from gradeflow.models import TaskSpec
+from gradeflow.sandbox._bwrap import bwrap_problem
 from gradeflow.sandbox._local_procs import pid_namespace_available
 from gradeflow.sandbox.local import LocalSandboxFactory
 
@@ -70,18 +72,28 @@ def _task(tmp_path: Path, command: str) -> TaskSpec:
     )
 
 
-@pytest.mark.skipif(not pid_namespace_available(), reason="the local sandbox joins an outside venv as root only")
+SANDBOXES = [
+    pytest.param(
+        "isolated", marks=pytest.mark.skipif(bwrap_problem() is not None, reason=f"isolated: {bwrap_problem()}")
+    ),
+    pytest.param(
+        "local", marks=pytest.mark.skipif(not pid_namespace_available(), reason="local joins an outside venv as root")
+    ),
+]
+
+
+@pytest.mark.parametrize("sandbox", SANDBOXES)
 @pytest.mark.parametrize("pythonpath", ["PYTHONPATH=src ", ""], ids=["command-sets-pythonpath", "pytest-ini"])
-def test_a_task_running_its_own_venv_grades_right_under_local_with_the_harness_joined(
-    tmp_path: Path, project_venv: Path, pythonpath: str, prefect: None
+def test_a_task_running_its_own_venv_grades_right_with_the_harness_joined(
+    tmp_path: Path, project_venv: Path, pythonpath: str, sandbox: str, prefect: None
 ) -> None:
     task = _task(tmp_path, f"{pythonpath}{project_venv}/bin/python -m pytest {OPTIONS}")
-    fixed = grade(task, patch=FIX, sandbox="local")
+    fixed = grade(task, patch=FIX, sandbox=sandbox)
     assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.summary()
     tests = fixed.component("tests")
     assert tests.details["canaries"] == "checked"  # the harness ran inside the venv's interpreter
     assert not any("could not join" in m for m in fixed.messages)
-    half = grade(task, patch=HALF, sandbox="local")
+    half = grade(task, patch=HALF, sandbox=sandbox)
     assert (half.status, half.passed) == ("graded", False)
     assert "fail-to-pass-failing" in half.reason_codes and "junit-tampered" not in half.reason_codes
     assert half.component("tests").score == pytest.approx(0.5)  # one of the two fail-to-pass tests
