@@ -9,10 +9,14 @@ fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, o
   split into **engine** (the whole grade minus its tests step, as the result's ``timings`` has it: the
   target is ≤ 0.3 s, flat) and **tests step** (the tests step minus raw: copy, sealing, harness, parse);
   each grade is paired with a raw run just before it and the medians of the pairs' differences are shown;
-- **CLI, first**: the first ``gradeflow grade`` of the task (the first size also starts the local Prefect
-  server), minus twice raw: a first grade runs the tests on the base (its cached baseline) and on the fix;
-- **CLI, later**: the same command again (server and baseline reused), minus a raw run made just after
-  it (the median of those pairs' differences);
+- **CLI, first**: the first ``gradeflow grade`` of the task, as a user runs it (through the warm runner; the
+  first size also starts the runner and the local Prefect server), minus twice raw: a first grade runs the
+  tests on the base (its cached baseline) and on the fix;
+- **CLI, later**: the same command again (server and baseline reused) in-process (``GRADEFLOW_RUNNER=off``:
+  Prefect and gradeflow imported by the call), minus a raw run made just before it (the median of those
+  pairs' differences);
+- **runner, later**: the same command through the warm runner (a child forked from the process that imported
+  them once), paired with a raw run the same way, the two kinds of call taking turns;
 - the part of the tests step that grows with the suite: the raw command at the largest size with gradeflow's
   pytest harness loaded, minus without it (paired runs);
 - start-up: ``python -c pass``, ``gradeflow --help``, two usage errors (an unknown command, a missing argument:
@@ -21,10 +25,10 @@ fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, o
   round (the target is a whole call under 0.3 s on an idle machine);
 - the time of ``gradeflow report`` on a small ledger.
 
-The local server is started under a temporary ``GRADEFLOW_HOME`` and stopped at the end. ``--startup``
+The local server and the runner are started under a temporary ``GRADEFLOW_HOME`` and stopped at the end. ``--startup``
 prints the start-up table only, from ``RUNS`` rounds (default ``STARTUP_RUNS``).
 
-    python bench/cli_overhead.py [REPEAT]
+    python bench/cli_overhead.py [REPEAT [SIZE ...]]   (sizes default to 10, 1,000 and 10,000 tests)
     python bench/cli_overhead.py --startup [RUNS]
 """
 
@@ -163,9 +167,10 @@ def _small_ledger(root: Path) -> str:
     return url
 
 
-def _timed(argv: list[str], expected: int = 0) -> float:
+def _timed(argv: list[str], expected: int = 0, runner: str = "on") -> float:
     started = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    env = {**os.environ, "GRADEFLOW_RUNNER": runner}
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     if done.returncode != expected:
         raise SystemExit(f"{' '.join(argv[-4:])} exited {done.returncode}, not {expected}: {done.stderr[-500:]}")
     return time.perf_counter() - started
@@ -213,35 +218,48 @@ def _in_process(root: Path, task: Path, patch: Path, repeat: int) -> tuple[float
     return statistics.median(added), statistics.median(engine), statistics.median(step)
 
 
-def main(repeat: int) -> None:
+def _later(root: Path, argv: list[str], repeat: int) -> tuple[float, float]:
+    """What a later call adds to raw, in-process and through the runner: medians of paired differences, the
+    two kinds of call taking turns so that a load that comes and goes falls on both."""
+    in_process, warm = [], []
+    for _ in range(repeat):
+        raw = _raw(root)
+        in_process.append(_timed(argv, runner="off") - raw)
+        raw = _raw(root)
+        warm.append(_timed(argv, runner="on") - raw)
+    return statistics.median(in_process), statistics.median(warm)
+
+
+def main(repeat: int, sizes: tuple[int, ...] = SIZES) -> None:
     print(
         f"{'tests':>6} {'raw':>7} {'in-process +':>13} {'engine +':>9} {'tests step +':>13} {'CLI first +':>12}"
-        f" {'CLI later +':>12}  (seconds)"
+        f" {'CLI later +':>12} {'runner later +':>15}  (seconds)"
     )
     first = True
-    for size in SIZES:
+    for size in sizes:
         root = HOME / f"n{size}"
         task, patch = _repository(root, size)
         raw = statistics.median(_raw(root) for _ in range(repeat))
         argv = [*GRADEFLOW, "grade", str(task), "--patch", str(patch), "--json"]
-        cli_first = _timed(argv)  # starts the local server on the first size, builds the baseline
-        cli_later_added = statistics.median(_timed(argv) - _raw(root) for _ in range(repeat))  # paired
+        cli_first = _timed(argv)  # starts the runner and the local server on the first size, builds the baseline
+        cli_later, runner_later = _later(root, argv, repeat)
         added, engine, step = _in_process(root, task, patch, repeat)
-        label = "server and baseline" if first else "baseline"
+        label = "runner, server and baseline" if first else "baseline"
         first = False
         print(
             f"{size:>6} {raw:7.2f} {added:+13.2f} {engine:+9.2f} {step:+13.2f}"
-            f" {cli_first - 2 * raw:+12.2f} {cli_later_added:+12.2f}  first call builds the {label}"
+            f" {cli_first - 2 * raw:+12.2f} {cli_later:+12.2f} {runner_later:+15.2f}  first call starts the {label}"
         )
     harness = _harness_cost(root, repeat)
     print(
-        f"in the tests step at {SIZES[-1]} tests: gradeflow's pytest harness {harness:+.2f} s"
-        f" ({harness / SIZES[-1] * 1e6:.0f} µs a test: the integrity checks after every test call)"
+        f"in the tests step at {sizes[-1]} tests: gradeflow's pytest harness {harness:+.2f} s"
+        f" ({harness / sizes[-1] * 1e6:.0f} µs a test: the integrity checks after every test call)"
     )
     startup(STARTUP_RUNS)
     ledger = _small_ledger(HOME)
     reported = statistics.median(_timed([*GRADEFLOW, "report", "--ledger", ledger]) for _ in range(repeat))
     print(f"gradeflow report on a ledger of 40 grades {reported:.2f} s")
+    subprocess.run([*GRADEFLOW, "runner", "stop"], capture_output=True, check=False)
     subprocess.run([*GRADEFLOW, "server", "stop"], capture_output=True, check=False)
 
 
@@ -249,4 +267,4 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--startup"]:
         startup(int(sys.argv[2]) if len(sys.argv) > 2 else STARTUP_RUNS)
     else:
-        main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 3, tuple(int(n) for n in sys.argv[2:]) or SIZES)

@@ -12,6 +12,9 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # Where a varied run starts is chosen by the machine's load (auto); the suite fixes it so that tests counting
 # a grade's runs count the same on a quiet and a busy machine. Tests of both ways set it themselves.
 os.environ.setdefault("GRADEFLOW_VARIED_RUN", "after")
+# The suite's CLI calls run in-process, each home without a warm runner left behind; tests/engine/test_runner.py
+# turns the runner on for its own calls and stops the runners it starts.
+os.environ["GRADEFLOW_RUNNER"] = "off"
 # A developer's own cap on the environment store would evict the machine's shared roots while tests grade.
 os.environ.pop("GRADEFLOW_ENV_CAP", None)
 # Root filesystems (a debootstrap each) are kept on the machine across sessions, as CI keeps them.

@@ -158,6 +158,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
     (SERVICE_PAGE, "body=$(python -c"): ("run", SERVICE + "test_the_service_page_runs_as_written"),
     (TASK_SPEC, "task_id: calc-divzero"): ("checked", EXAMPLES + "test_the_spec_reference_is_a_valid_spec"),
     (COSTS, " tests   raw"): (EXCEPTED, "bench/cli_overhead.py's printed figures (the bench scripts are excepted)"),
+    (COSTS, " tests     raw"): (EXCEPTED, "bench/cli_overhead.py's figures with the warm runner"),
     (COSTS, "in-process: mean"): (EXCEPTED, "bench/overhead.py's printed figures (make bench, two runs)"),
     (COSTS, "calc:"): (EXCEPTED, "bench/varied_run.py's printed figures"),
     (OPERATIONS, " GitHub / your harness"): (NOT_CODE, "the service drawn"),

@@ -23,6 +23,7 @@ from gradeflow.cli.checkout import add_checkout_command, run_checkout
 from gradeflow.cli.env import ENV_COMMANDS, add_env_command, run_env_command
 from gradeflow.cli.plan import PLAN_COMMANDS, add_plan_command, run_plan_command
 from gradeflow.cli.run import add_run_command, run_run
+from gradeflow.cli.runner import LOCAL_SERVER, SERVE, add_runner_command, run_runner_command
 from gradeflow.cli.server import SERVER_COMMANDS, add_server_commands, choose_server, run_server_command
 from gradeflow.cli.service import SERVICE_COMMANDS, add_service_commands, run_service_command
 from gradeflow.cli.suite import SUITE_COMMANDS, add_suite_commands, run_suite_command
@@ -82,6 +83,7 @@ def _parser() -> argparse.ArgumentParser:
     add_plan_command(sub)
     add_run_command(sub)
     add_env_command(sub)
+    add_runner_command(sub)
     return parser
 
 
@@ -111,9 +113,31 @@ def _positive(text: str) -> int:
     return value
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, warm: bool = False) -> int:
+    """Run ``gradeflow`` with ``argv`` (``sys.argv[1:]`` by default) and return its exit code. With ``warm`` (the
+    executable's way), a command that runs the engine goes through the warm runner, else in this process."""
     args = _parser().parse_args(argv)
+    if warm:
+        try:
+            code = _through_runner(args, sys.argv[1:] if argv is None else argv)
+        except GradeflowError as exc:
+            print(f"gradeflow: error: {for_terminal(str(exc))}", file=sys.stderr)
+            return exc.exit_code
+        if code is not None:
+            return code
     return _run(args)
+
+
+def _through_runner(args: argparse.Namespace, argv: list[str]) -> int | None:
+    """The exit code of ``argv`` run by the warm runner, ``None`` to run it here (see :mod:`gradeflow.cli.runner`)."""
+    from gradeflow.engine.runner_client import RUNNER_COMMANDS, through_runner
+
+    if args.command not in RUNNER_COMMANDS:
+        return None
+    # A one-shot call that will start the local Prefect server (no server named, a task file to grade) starts it
+    # beside a runner it starts: the server's start then overlaps the runner's imports.
+    local = args.command in ("grade", "validate") and not (args.ephemeral or os.environ.get("PREFECT_API_URL"))
+    return through_runner(argv, SERVE, LOCAL_SERVER if local and Path(args.task).is_file() else None)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -176,6 +200,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_task_command(args)
     if args.command in PLAN_COMMANDS:
         return run_plan_command(args)
+    if args.command == "runner":
+        return run_runner_command(args)
     if args.command == "validate":
         return _validate(args)
     return _grade(args)
