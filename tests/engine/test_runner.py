@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -24,7 +25,7 @@ import pytest
 
 from gradeflow.engine.local_server import stop_server
 from gradeflow.engine.runner import serve
-from gradeflow.engine.runner_client import idle_seconds, live_runners, runner_enabled, stop_runners
+from gradeflow.engine.runner_client import idle_seconds, live_runners, runner_enabled, stop_runners, through_runner
 from gradeflow.errors import SpecError
 
 pytestmark = pytest.mark.slow
@@ -317,6 +318,16 @@ def test_the_idle_setting(monkeypatch: pytest.MonkeyPatch, setting: str, seconds
             idle_seconds()
     else:
         assert idle_seconds() == seconds
+
+
+def test_without_peer_credentials_calls_run_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Where sockets cannot tell their peer's user (not Linux), no runner is started or asked."""
+    monkeypatch.setenv("GRADEFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GRADEFLOW_RUNNER", "on")
+    monkeypatch.delattr(socket, "SO_PEERCRED")
+    never = [sys.executable, "-c", "raise SystemExit(1)"]
+    assert through_runner(["grade", "missing.yaml", "--patch", "x"], never) is None
+    assert not (tmp_path / "home" / "runner").exists()
 
 
 def test_a_runner_whose_imports_started_a_thread_does_not_serve(

@@ -137,6 +137,8 @@ def through_runner(argv: list[str], serve: list[str], beside: list[str] | None =
     if not runner_enabled():
         return None
     idle_seconds()
+    if not hasattr(socket, "SO_PEERCRED"):  # not Linux: no peer check, no child that dies with its runner
+        return None
     try:
         request = _request(argv)
         folder = runner_folder()
