@@ -35,6 +35,19 @@ FLAGGED: list[tuple[str, str, str]] = [
         "function-internals",
     ),
     ("code-type", "import types\nCode = types.CodeType", "function-internals"),
+    # an object that claims a class it is not an instance of (isinstance, so pytest.raises, believes it)
+    (
+        "class-property",
+        "class E(ValueError):\n    @property\n    def __class__(self):\n        return KeyError",
+        "class-spoof",
+    ),
+    ("class-assigned", "class E(ValueError):\n    __class__ = property(lambda self: KeyError)", "class-spoof"),
+    (
+        "class-setattr",
+        "class E(ValueError):\n    pass\nsetattr(E, '__class__', property(lambda s: KeyError))",
+        "class-spoof",
+    ),
+    ("class-namespace", "E = type('E', (ValueError,), {'__class__': property(lambda s: KeyError)})", "class-spoof"),
     # pytest and its internals, however they are reached
     ("import", "import pytest", "pytest-internals"),
     ("import-as", "import pytest as p", "pytest-internals"),
@@ -268,6 +281,13 @@ FLAGGED: list[tuple[str, str, str]] = [
 
 # Ordinary library code that must not be flagged: a finding rejects the grade.
 CLEAN: list[tuple[str, str]] = [
+    # reading an object's class, zero-argument super() and a class of the repository's are no spoof
+    (
+        "class-read",
+        "class E(ValueError):\n    def __init__(self, *a):\n        super().__init__(*a)\n"
+        "    def name(self):\n        return self.__class__.__name__ + type(self).__qualname__\n"
+        "def kind(x):\n    return getattr(x, 'kind', x.__class__)",
+    ),
     (
         "library-module",
         '"""A module about pytest_configure, junit reports and sitecustomize."""\n'

@@ -28,6 +28,7 @@ from gradeflow.integrity.bounded import Deadline
 from gradeflow.integrity.tamper_rules import (
     BUILTIN_NAMES,
     CHAINS,
+    CLASS_SPOOF,
     CODE_RUNNERS,
     DYNAMIC_EXEC,
     IMPORTERS,
@@ -326,6 +327,11 @@ def _targets(node: ast.AST) -> Iterator[ast.expr]:
             yield target
 
 
+def _spoof(detail: str) -> tuple[TamperKind, str, str]:
+    """A class-spoof finding's kind, detail and message (``CLASS_SPOOF``)."""
+    return CLASS_SPOOF[0], detail, CLASS_SPOOF[1]
+
+
 class _Scanner:
     def __init__(self, path: str, bindings: _Bindings, depth: int, deadline: Deadline | None = None) -> None:
         self.path, self.bound, self.depth, self.deadline = path, bindings, depth, deadline
@@ -483,6 +489,8 @@ class _Scanner:
 
     def _rebinds(self, node: ast.AST) -> None:
         for target in _targets(node):
+            if isinstance(target, ast.Name) and target.id == "__class__":
+                self._hit(target, *_spoof("__class__ ="))
             if isinstance(target, ast.Attribute | ast.Subscript):
                 chain = self._chain(target)
                 if chain is not None:
@@ -515,6 +523,8 @@ class _Scanner:
             self._hit(node, rule[0], f"import {module}", rule[1] + via)
 
     def _def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name == "__class__":
+            self._hit(node, *_spoof("def __class__"))
         rule = identifier_rule(node.name)
         if rule is not None:
             hook = node.name.startswith("pytest_")

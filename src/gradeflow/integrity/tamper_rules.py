@@ -16,6 +16,7 @@ from gradeflow.models.evidence import TamperKind
 __all__ = [
     "BUILTIN_NAMES",
     "CHAINS",
+    "CLASS_SPOOF",
     "CODE_RUNNERS",
     "DYNAMIC_EXEC",
     "IMPORTERS",
@@ -216,7 +217,16 @@ _ATTRIBUTES: dict[str, Rule] = {
 }
 """Attribute names that are suspect only as attributes (a variable called ``cmdline`` is fine)."""
 
+CLASS_SPOOF: Rule = (
+    "class-spoof",
+    "defines __class__ for its objects: isinstance (pytest.raises, pytest.warns, assertIsInstance) then believes "
+    "a class the object is not an instance of",
+)
+"""A ``def __class__`` or a ``__class__ =`` in a class body, or ``"__class__"`` named as a string (``setattr``, a
+``type()`` namespace). Reading ``obj.__class__`` is no finding."""
+
 _LITERALS: list[tuple[re2._Regexp, TamperKind, str]] = [
+    (re2.compile(r"^__class__$"), "class-spoof", "names {} (how an object claims a class isinstance then believes)"),
     (re2.compile(r"\bpytest_[A-Za-z]\w*"), "pytest-internals", "names the pytest hook {}"),
     (re2.compile(r"\b(?:pluginmanager|hookimpl|hookspec|_pytest|LogXML)\b"), "pytest-internals", "names pytest's {}"),
     (re2.compile(r"\bconftest\b"), "pytest-internals", "names {}, the file pytest loads as a plugin"),

@@ -222,6 +222,7 @@ TamperKind = Literal[
     "argv-read",
     "atexit",
     "builtins-rebind",
+    "class-spoof",
     "ctypes",
     "dynamic-exec",
     "entry-points",
@@ -238,8 +239,9 @@ TamperKind = Literal[
     "time-rebind",
     "unscannable",
 ]
-"""What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders, or
-whether a test runner is running (``runner-detection``: code that behaves one way under test)."""
+"""What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders,
+whether a test runner is running (``runner-detection``: code that behaves one way under test), or an object's
+claimed class (``class-spoof``: ``isinstance`` believes a ``__class__`` that is not the object's type)."""
 
 
 class TamperFinding(BaseModel):
