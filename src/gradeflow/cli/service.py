@@ -1,8 +1,8 @@
 """The ``serve``, ``deploy`` and ``webhook`` subcommands (registered by :mod:`gradeflow.cli`).
 
 ``serve`` and ``deploy`` wait up to a minute (``--server-wait``) for a Prefect server that is starting, then
-exit 3 with one line. ``serve`` and ``webhook`` run until interrupted (exit 130 on Ctrl-C). On SIGTERM ``serve`` pauses its
-schedules and exits 0, or, when its Prefect server does not answer, stops its runs at once and exits 3 with
+exit 3 with one line. ``serve`` and ``webhook`` run until interrupted (exit 130 on Ctrl-C). On SIGTERM ``serve``
+pauses its schedules and exits 0, or, when its Prefect server does not answer, stops its runs at once and exits 3 with
 one line. ``deploy`` exits 0 once the deployments are registered. All exit 2 on bad input (a bad config
 file, no webhook secret, no task spec).
 """
