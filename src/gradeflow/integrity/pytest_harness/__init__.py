@@ -9,9 +9,10 @@ finder of the handed test modules, the probe on pytest's rewrite module, a varie
 state in keyword-only defaults, whose reads the audit hook refuses; and the module deletes every other global of
 its own as it ends.
 
-Which check catches which attack, and the hostile cases (``tests/hostile/cases.yaml``) that would pass without it.
-Each finding goes into the run's signed record; one the base run's record does not have is ``junit-tampered``
-unless another code is named. ``tests/integrity/`` tests each check alone.
+Which check catches which attack, and the hostile cases (``tests/hostile/cases.yaml``) aimed at it; several are
+caught twice (the tamper scan reads the patch too), so ``tests/integrity/`` also tests each check alone. Each finding
+goes into the run's signed record; one the base run's record does not have is ``junit-tampered`` unless another code
+is named.
 
 - A report forged or rewritten, the run cut short (``session``: the canaries, added to every session and run first;
   each call's outcome appended to a signed log as it ends; the signed record with pytest's exit status and the
@@ -21,7 +22,7 @@ unless another code is named. ``tests/integrity/`` tests each check alone.
 - The signing key dug out of the process (``audit``: reads of the harness's defaults and code, gc's referents of
   them, every thread's frames and ctypes refused; ``versions._native``: the process undumpable):
   c4-dig-signing-key, c4-ctypes-signing-key.
-- pytest's machinery replaced (``session``'s ``watched_places``, by name: ``call_and_report``, ``Function.runtest``,
+- pytest's machinery replaced (``machinery._watched_places``, by name: ``call_and_report``, ``Function.runtest``,
   the JUnit writer, pluggy's dispatch, the verdict helpers; ``internals``: every namespace of pytest, pluggy and the
   loaded plugins): c3-runtest-swap, c3-harness-aware, c3-harness-swap-writer, c3-raises-class-swap,
   c3-function-class-swap, c3-function-class-swap-strict, c3-raises-swap-walk, c3-inner-hookexec,
@@ -29,15 +30,13 @@ unless another code is named. ``tests/integrity/`` tests each check alone.
 - A hook registered at run time (``session``: every implementation of the hooks that make outcomes, recorded by the
   file of its code, not by what its plugin says): c3-obfuscated-hook, c3-hidden-hookwrapper,
   c3-rt-conftest-disguised-hookwrapper, c3-sourceless-pyc, c3-oversized-source, c2-shadow-base-plugin.
-- A collected test changed after collection (``internals``: each item's class and function, at its call):
-  c3-item-class-assign, c3-item-function-wrap, c3-items-thread.
-- A test's function swapped for another (``session``'s ``check_test_function``, layer by layer through its
-  decorators):
+- A collected test changed after collection (``internals``: each item's class and function, at its call; ``audit``
+  refuses every thread's frames): c3-item-class-assign, c3-item-function-wrap, c3-items-thread.
+- A test's function swapped for another (``function_layers``, layer by layer through its decorators):
   c3-rt-sibling-swap-import-plain.
-- A test module's names rebound or planted (``session``'s ``watch_test_modules`` and ``check_namespaces``):
-  c3-test-globals-rebind, c3-shadow-test-module-name.
-- The standard library rebound (``standard_library``, at the session's end; ``session``'s ``watched_places``:
-  ``re``, the builtins and ``operator`` a judgement calls, after every call): c3-stdlib-rebound, c3-stdlib-late-rebound.
+- A test module's names rebound or planted (``module_names``): c3-test-globals-rebind, c3-shadow-test-module-name.
+- The standard library rebound (``standard_library``, at the session's end; ``machinery``: ``re``, the builtins
+  and ``operator`` a judgement calls, after every call): c3-stdlib-rebound, c3-stdlib-late-rebound.
 - A verdict helper swapped and put back inside the call, the builtins rebound however reached (``call_writes``):
   c3-raises-restoring-swap, c3-raises-restoring-swap-strict, c3-raises-restoring-swap-rubric,
   c3-approx-restoring-swap, c3-unittest-restoring-swap, c3-builtins-restoring-swap, c3-builtins-alias-len-self,

@@ -1,10 +1,10 @@
 """The harness (``_make_harness``): reads the config and the channel, takes every snapshot the other parts need before
 any code of the repository is imported, installs the audit hook, and returns the bodies of pytest's hooks. Its own
-checks: pytest's machinery watched by name (``watched_places``) and through pluggy's hook implementations and the
-plugins registered, the canaries added and run first, each test function checked layer by layer through its
-decorators (``misplaced_code``, ``foreign_code``), the markers and raisers of skips and xfails, the test modules'
-names watched (``namespaces``), each call's outcome appended to the signed call log as it ends, the checks after
-every call behind one version-tag gate, and the signed record written at configure, collection's end and exit."""
+checks: the values ``machinery`` names compared by identity and pluggy's hook implementations recorded by the file
+of their code (``check_machinery``, ``hook_files``), the plugins registered, the canaries added and run first, the
+markers and raisers of skips and xfails, each call's outcome appended to the signed call log as it ends, the checks
+after every call behind one version-tag gate (``gate``: the machinery, ``internals``, ``module_names``, and
+``call_writes``' namespaces in one pass), and the signed record written at configure, collection's end and exit."""
 
 from typing import Any
 
@@ -14,23 +14,24 @@ from .audit import install_audit
 from .call_writes import _call_writes, _verdict_modules
 from .channel import _read_channel, _signer
 from .compared import _compared_values
+from .function_layers import _test_functions
 from .internals import _pytest_internals
+from .machinery import _watched_places
+from .module_names import _test_modules
 from .reach import _change_reach
-from .sources import _bound_names, _serve_sources
+from .sources import _serve_sources
 from .standard_library import _standard_library
 from .varied import _varied_calls
 from .versions import _held, _native
 
 
 def _make_harness(config_text):
-    import ast
     import functools
     import hashlib
     import itertools
     import json
     import os
     import sys
-    import sysconfig
     import time
     from pathlib import Path
 
@@ -82,10 +83,7 @@ def _make_harness(config_text):
     record["raisers"] = {}
     record["audit"] = []
     record["namespaces"] = []
-    function_type, identity = (
-        type(lambda: None),
-        object.__hash__,
-    )  # identity: as id(), unaudited (see _pytest_internals)
+    identity = object.__hash__  # as id(), unaudited (see _pytest_internals)
     startup_modules: dict[str, Any] = {
         name: sys.modules[name] for name in ("pytest", "_pytest", "unittest", "pluggy") if name in sys.modules
     }
@@ -124,13 +122,6 @@ def _make_harness(config_text):
         front_sources()
         take_internals(early_config.pluginmanager, own_module)
 
-    # pytest's machinery as it stood before any code of the repository was imported. Code under test
-    # that replaces one of these (a wrapped call_and_report, a runtest that skips the body) is seen at
-    # the next check: after every test call and when the session ends.
-    import _pytest.junitxml
-    import _pytest.main
-    import _pytest.python
-    import _pytest.reports
     import _pytest.runner
     import _pytest.unittest
 
@@ -144,165 +135,7 @@ def _make_harness(config_text):
     _pytest.runner._update_current_test_var = _update_current_test_var
     os.environ.pop("PYTEST_VERSION", None)
 
-    names: tuple[str, ...]
-    watched_places: list[Any] = [
-        (
-            _pytest.runner,
-            "_pytest.runner",
-            (
-                "call_and_report",
-                "call_runtest_hook",
-                "runtestprotocol",
-                "check_interactive_exception",
-                "pytest_runtest_call",
-                "pytest_runtest_makereport",
-                "show_test_item",
-                "_update_current_test_var",
-            ),
-        ),
-        (_pytest.runner.CallInfo, "CallInfo", ("from_call", "__init__")),
-        (_pytest.reports.TestReport, "TestReport", ("from_item_and_call", "__init__", "_to_json")),
-        (_pytest.reports.BaseReport, "BaseReport", ("passed", "failed", "skipped", "longreprtext")),
-        (_pytest.python.Function, "Function", ("runtest", "setup", "_getobj", "obj", "repr_failure")),
-        (_pytest.python, "_pytest.python", ("pytest_pyfunc_call", "async_fail")),
-        (_pytest.python.PyobjMixin, "PyobjMixin", ("obj", "_getobj")),
-        (_pytest.unittest.TestCaseFunction, "TestCaseFunction", ("runtest", "setup", "addFailure", "addError")),
-        (_pytest.junitxml.LogXML, "LogXML", ("pytest_runtest_logreport", "pytest_sessionfinish", "finalize")),
-        (_pytest.junitxml._NodeReporter, "_NodeReporter", ("to_xml", "write_captured_output", "append_failure")),
-        (_pytest.main.Session, "Session", ("perform_collect",)),
-        (_pytest.main, "_pytest.main", ("pytest_runtestloop",)),
-    ]
-    # What a test's own body calls to judge an outcome: ``pytest.raises`` swapped for a context manager
-    # that accepts "no exception", an ``approx`` that equals anything, unittest's assertions.
-    import unittest.case
-
-    checks = ("raises", "fail", "skip", "xfail", "approx", "warns", "deprecated_call", "importorskip", "exit")
-    watched_places += [
-        (pytest, "pytest", (*checks, "RaisesExc", "RaisesGroup")),
-        (
-            unittest.case.TestCase,
-            "TestCase",
-            tuple(
-                n
-                for n in vars(unittest.case.TestCase)
-                if n.startswith(("assert", "fail", "_base", "_getAssert", "_formatMessage"))
-            ),
-        ),
-        (unittest.case._AssertRaisesContext, "_AssertRaisesContext", ("__enter__", "__exit__", "handle")),
-    ]
-    for module_name in dict.fromkeys(
-        ("_pytest.outcomes", "_pytest.raises", "_pytest.python_api", "_pytest.recwarn", *verdict_modules[0])
-    ):
-        module = sys.modules.get(module_name)
-        if module is None:
-            continue
-        watched_places.append((module, module_name, checks))
-        for class_name, value in list(vars(module).items()):
-            if isinstance(value, type) and value.__module__ == module_name:
-                names = ("__init__", "__enter__", "__exit__", "__eq__", "__call__", "matches", "_check_match")
-                watched_places.append((value, class_name, names))
-    # pluggy's dispatch, class by class: how every hook call (the harness's own wrapper's included) is made.
-    import _pytest.nodes
-    import pluggy
-
-    manager_names = (
-        "_hookexec",
-        "subset_hook_caller",
-        "register",
-        "unregister",
-        "get_plugins",
-        "get_name",
-        "list_name_plugin",
-        "get_hookcallers",
-        "parse_hookimpl_opts",
-    )
-    watched_places.append((pluggy.PluginManager, "PluginManager", manager_names))
-    caller_names = (
-        "__call__",
-        "call_extra",
-        "call_historic",
-        "get_hookimpls",
-        "_add_hookimpl",
-        "_remove_plugin",
-        "__init__",
-        "_call_history",
-    )
-    for module_name in ("pluggy._hooks", "pluggy._caller", "pluggy._callers", "pluggy._result", "pluggy._manager"):
-        module = sys.modules.get(module_name)
-        if module is None:
-            continue
-        watched_places.append((module, module_name, ("_multicall", "_Result", "Result", "HookCaller", "_HookCaller")))
-        for class_name, value in list(vars(module).items()):
-            if isinstance(value, type) and value.__module__ == module_name:
-                names = (
-                    *caller_names,
-                    "force_result",
-                    "force_exception",
-                    "get_result",
-                    "excinfo",
-                    "exception",
-                    "from_call",
-                    "_result",
-                    "_exception",
-                    "function",
-                )
-                watched_places.append((value, class_name, names))
-    watched_places.append((_pytest.nodes.Node, "Node", ("ihook",)))
-    import _pytest.assertion.rewrite
-
-    watched_places.append(
-        (
-            _pytest.assertion.rewrite,
-            "_pytest.assertion.rewrite",
-            ("rewrite_asserts", "_gradeflow_compared", "_read_pyc", "_write_pyc"),
-        )
-    )
-    watched_places.append((_pytest.main.Session, "Session", ("gethookproxy",)))
-    # What a test's judgement calls into, checked after every call like pytest's own (the rest of the standard
-    # library is compared when the session ends): a match= that always matches, an isinstance that says yes.
-    import builtins
-    import operator
-    import re
-
-    watched_places += [
-        (re, "re", ("search", "match", "fullmatch", "compile", "sub", "escape", "Pattern")),
-        (
-            builtins,
-            "builtins",
-            (
-                "isinstance",
-                "issubclass",
-                "len",
-                "repr",
-                "str",
-                "bool",
-                "type",
-                "getattr",
-                "hasattr",
-                "callable",
-                "iter",
-                "next",
-                "any",
-                "all",
-                "sum",
-                "sorted",
-                "abs",
-                "round",
-                "min",
-                "max",
-                "int",
-                "float",
-                "list",
-                "dict",
-                "set",
-                "tuple",
-                "id",
-                "hash",
-                "print",
-            ),
-        ),
-        (operator, "operator", ("eq", "ne", "lt", "le", "gt", "ge", "contains", "not_", "truth", "is_", "is_not")),
-    ]
+    watched_places = _watched_places(verdict_modules)
     watched = []
     for owner, label, names in watched_places:
         namespace = vars(owner)  # a live view of the class's or module's namespace
@@ -332,9 +165,7 @@ def _make_harness(config_text):
         "hooks": None,
         "pm": None,
         "plugins": set(),
-        "sources": {},
         "attributes": ((), (), (), ()),
-        "namespaces": ((), held(()), (), (), (), []),
         "plugins_tag": None,
         "plugins_seen": None,
         "gate": None,
@@ -463,82 +294,7 @@ def _make_harness(config_text):
         )
         note_hook_files(callers)
 
-    def defined_at(path, code):
-        # The file's own line says so: a code object claiming the test's file starts at a ``def`` of its
-        # name there, or at a decorator line (the file is sealed for the task's tests).
-        lines = state["sources"].get(path)
-        if lines is None and isinstance(handed.get(path), str):
-            lines = state["sources"][path] = handed[path].splitlines()
-        if lines is None:
-            try:
-                with open(path, "rb") as handle:
-                    lines = handle.read().decode("utf-8", "replace").splitlines()
-            except OSError:
-                lines = []
-            state["sources"][path] = lines
-        if not 0 < code.co_firstlineno <= len(lines):
-            return not lines
-        line = lines[code.co_firstlineno - 1].lstrip()
-        if line.startswith("@"):
-            return True
-        return line.startswith(("def ", "async def ")) and code.co_name in line
-
-    installed = tuple(
-        {p.rstrip("/") + "/" for p in [sys.prefix, sys.base_prefix, *sysconfig.get_paths().values()] if p}
-    )
-
-    checked: dict[int, Any] = {}  # identity(item) -> (item, the function checked when collection ended)
-
-    def check_test_function(item, at_call=False):
-        # An item whose function cannot be inspected is listed as if it were misplaced: compared with the
-        # base like the others, so a plugin's odd item is no alarm and an attacker gains nothing by it.
-        # At its call, an item still holding the very function checked when collection ended is left alone
-        # unless some function's code was assigned since that check (``recoded``, set by the audit hook): nothing
-        # else changes the code its layers run.
-        try:
-            if at_call:
-                taken = checked.get(identity(item))
-                if taken is not None and not recoded[0] and getattr(item, "obj", None) is taken[1]:
-                    return
-            inspect_test_function(item, at_call)
-            if not at_call:
-                checked[identity(item)] = (item, getattr(item, "obj", None))
-        except Exception:
-            note_misplaced(item)
-
-    def note_misplaced(item):
-        if item.nodeid not in record["misplaced_code"]:
-            record["misplaced_code"].append(item.nodeid)
-
-    def inspect_test_function(item, at_call):
-        # The function called as the test, layer by layer through decorators: each layer's code comes
-        # from the test's own file or from a file the base run's tests also have as a layer. Every item
-        # is checked when collection ends (so the base's record covers tests -x never ran), and again as
-        # it is called, where a wrapper an installed plugin adds then (pytest-asyncio) is not counted.
-        # One layer from the test's own file must be the function of the test's name: another test of the
-        # file put in its place (at import, by the code under test) is defined there too, under its own name.
-        function = getattr(item, "obj", None)
-        own = str(getattr(item, "path", ""))
-        name = getattr(item, "originalname", None) or str(getattr(item, "name", "")).partition("[")[0]
-        own_layers = named = 0
-        for _ in range(12):
-            function = getattr(function, "__func__", function)
-            code = getattr(function, "__code__", None)
-            if code is None:
-                break
-            where = code.co_filename
-            if where == own:
-                own_layers += 1
-                named = named or code.co_name == name
-                if not defined_at(own, code):
-                    note_misplaced(item)
-            elif where not in record["foreign_code"] and not (at_call and where.startswith(installed)):
-                record["foreign_code"].append(where)
-            function = getattr(function, "__wrapped__", None)
-            if function is None:
-                break
-        if own_layers and not named:
-            note_misplaced(item)
+    check_test_function = _test_functions(record, handed, recoded)
 
     def write():
         # The record, then (with the run's key) a line ``hmac-sha256 <hex>`` signing the JSON before it.
@@ -687,121 +443,9 @@ def _make_harness(config_text):
             tb = tb.tb_next
         return found or "?"
 
-    def note_namespace(label):
-        if label not in record["namespaces"]:
-            record["namespaces"].append(label)
-
-    def imported(module, name, value):
-        # A module, or a function or class another module defines: what ``import``/``from ... import`` bind.
-        if name.startswith("__"):
-            return False
-        if isinstance(value, module_type):
-            return True
-        return isinstance(value, (type, function_type)) and getattr(value, "__module__", None) != module.__name__
-
-    def fresh(value):
-        # What the name resolves to now, from scratch: the module in sys.modules, the attribute of its module.
-        if isinstance(value, module_type):
-            return startup_modules.get(value.__name__) or sys.modules.get(value.__name__)
-        owner = sys.modules.get(getattr(value, "__module__", None) or "")
-        return getattr(owner, getattr(value, "__name__", ""), missing)
-
-    bound_names = _bound_names  # the module's global is deleted once the harness is made
-    import builtins as own_builtins
-
-    def source_names(module):
-        # The names the module's own code can bind (see _bound_names), None where that cannot be told.
-        file = getattr(module, "__file__", None)
-        found, names = handed_names(file)
-        if found:
-            return names
-        if not isinstance(file, str) or not file.endswith(".py"):
-            return None
-        try:
-            with open(file, encoding="utf-8", errors="surrogateescape") as handle:
-                text = handle.read()
-            return bound_names(ast.parse(text), text)
-        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-
-    def unbound(allowed, names):
-        # Names in a test module's namespace its code never binds: put there by other code (a builtin's name
-        # shadowed with the repository's class, so a test's ``pytest.raises(ZeroDivisionError)`` catches it).
-        # Python's and pytest's own (dunders, the assertion rewriter's ``@py_`` names, xunit fixtures) are left.
-        return sorted(
-            name
-            for name in names
-            if name not in allowed
-            and not (
-                name[:2] == "__" == name[-2:]
-                or name.startswith(("@py", "@pytest", "_pytest", "__pytest", "_Module__pytest"))
-            )
-        )
-
-    def watch_test_modules(items):
-        # Each test module's imported names and its own classes' attributes, by identity: taken when
-        # collection ends (each checked against a fresh resolution then), compared after every call. And its
-        # names against those its source binds, then and whenever its namespace grows.
-        modules = {}
-        for item in items:
-            module = getattr(item, "module", None)
-            if isinstance(module, module_type) and not is_canary(item):
-                modules[identity(module)] = module
-        entries: list[Any]
-        classes: list[Any]
-        spaces: list[Any]
-        entries, classes, spaces = [], [], []
-        for module in modules.values():
-            where = str(getattr(module, "__file__", module.__name__))
-            allowed = source_names(module)
-            if allowed is not None:
-                for name in unbound(allowed, list(vars(module))):
-                    note_namespace(f"{where} {name} (not bound by its code)")
-                spaces.append((vars(module), where, allowed))
-            # The builtins its functions look names up in (made from the module's ``__builtins__`` as each is
-            # made, and read from it by every frame on 3.9): the builtins module's own.
-            found = vars(module).get("__builtins__", missing)
-            if found is not missing:
-                entries.append((vars(module), "__builtins__", found, f"{where} __builtins__"))
-                if found is not own_builtins and found is not vars(own_builtins):
-                    note_namespace(f"{where} __builtins__")
-            for name, value in list(vars(module).items()):
-                if imported(module, name, value):
-                    entries.append((vars(module), name, value, f"{where} {name}"))
-                    if fresh(value) is not value:
-                        note_namespace(f"{where} {name}")
-                elif isinstance(value, type) and value.__module__ == module.__name__:
-                    space = vars(value)
-                    classes.append((space, f"{where} {name}", frozenset(space)))
-                    entries += [(space, attr, v, f"{where} {name}.{attr}") for attr, v in space.items()]
-        state["namespaces"] = (
-            tuple(entries),
-            held([(namespace, name, value) for namespace, name, value, _label in entries]),
-            tuple(classes),
-            tuple(len(namespace) for namespace, _label, _keys in classes),
-            tuple(spaces),
-            [len(namespace) for namespace, _where, _allowed in spaces],
-        )
-
-    def check_namespaces():
-        entries, changed, classes, sizes, spaces, counts = state["namespaces"]
-        now = list_(map_(len, (namespace for namespace, _where, _allowed in spaces)))
-        if now != counts:
-            for namespace, where, allowed in spaces:
-                for name in unbound(allowed, list(namespace)):
-                    note_namespace(f"{where} {name} (not bound by its code)")
-            counts[:] = now
-        if changed():
-            for namespace, name, value, label in entries:
-                if namespace.get(name, missing) is not value:
-                    note_namespace(label)
-        if list_(map_(len, (namespace for namespace, _label, _keys in classes))) != list_(sizes):
-            # A method set on a test class (an assertEqual that accepts anything); unittest's own bookkeeping
-            # (a ``tearDown_exceptions`` list) is data, not a method.
-            for namespace, label, keys in classes:
-                added = [name for name in namespace if name not in keys and callable(namespace[name])]
-                if added or any(name not in namespace for name in keys):
-                    note_namespace(f"{label} (methods added or removed: {', '.join(sorted(added))})")
+    watch_test_modules, check_namespaces, test_module_spaces = _test_modules(
+        record, held, handed_names, startup_modules, is_canary
+    )
 
     def gate(items):
         # After every call, the namespaces each of three checks watches (pytest's machinery, the internals the
@@ -818,12 +462,7 @@ def _make_harness(config_text):
             )
             for owner, _label, _names in watched_places
         ]
-        entries, _changed, classes, _sizes, modules, _counts = state["namespaces"]
-        spaces = [namespace for namespace, _label in owners + internals_spaces()]
-        spaces += [namespace for namespace, _name, _value, _label in entries]
-        spaces += [namespace for namespace, _label, _keys in classes] + [
-            namespace for namespace, _where, _names in modules
-        ]
+        spaces = [namespace for namespace, _label in owners + internals_spaces()] + test_module_spaces()
         watched_ids = {identity(underlying(space)) for space in spaces}
         decisive, alone = decisive_spaces(
             items, _pytest.unittest.TestCaseFunction, owners + internals_spaces(), watched_ids
