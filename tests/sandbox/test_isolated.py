@@ -323,6 +323,22 @@ def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandb
             assert "eth0:" in result.stdout
 
 
+def test_a_shaped_sandboxs_dev_lists_a_machines_entries_and_reaches_no_more(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    probe = (
+        "ls -A /dev | wc -l; ls -A /dev/disk | wc -l; test -e /dev/kvm || echo no-kvm; "
+        "(readlink /dev/tty1 || echo none); cat /dev/tty3 2>/dev/null || echo unreadable; echo T$TERM; env | wc -l"
+    )
+    with factory.shaped(Shape.drawn("calc")).open(tmp_path) as sandbox:
+        shaped = sandbox.run(probe, env={}, timeout=30).stdout.split()
+    with factory.open(tmp_path) as sandbox:
+        plain = sandbox.run(probe, env={}, timeout=30).stdout.split()
+    assert int(shaped[0]) >= 100 and int(plain[0]) < 40
+    assert shaped[1:5] == ["0", "no-kvm", "vc/1", "unreadable"] and shaped[5] not in ("T", "Tdumb")
+    assert int(shaped[6]) >= 35 and int(plain[6]) < 20
+
+
 def test_an_unshaped_factory_is_left_as_it_was(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
     shaped = factory.shaped(Shape.drawn("calc"))
     assert factory.shape is None and shaped.shape is not None

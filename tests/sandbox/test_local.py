@@ -224,8 +224,11 @@ def test_shape_leaves_out_the_graders_variables_unless_given() -> None:
     shape = Shape.drawn("../my repo!")
     assert shape.project == "myrepo" and shape.workspace == f"/home/{shape.user}/{shape.folder}/myrepo"
     own = {"PYTHONHASHSEED": "0", "TZ": "UTC", "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8", "HOME": "/h"}
-    assert shape.variables(own, {}) == {
-        "LANG": "C.UTF-8", "HOME": "/h", "USER": shape.user, "LOGNAME": shape.user, "SHELL": "/bin/bash"
-    }  # fmt: skip
+    shaped = shape.variables({**own, "PATH": "/usr/bin:/bin"}, {})
+    named = {"LANG": "C.UTF-8", "HOME": "/h", "USER": shape.user, "LOGNAME": shape.user, "SHELL": "/bin/bash"}
+    assert named.items() <= shaped.items()
+    assert not shaped.keys() & {"PYTHONHASHSEED", "TZ", "LC_ALL", "DISPLAY", "XDG_RUNTIME_DIR", "SSH_AUTH_SOCK"}
+    assert shaped["PATH"].startswith("/usr/bin:/bin:") and f"/home/{shape.user}/.local/bin" in shaped["PATH"]
+    assert len(shaped) >= 28 and "TERM" in shaped and "~" not in "".join(shaped.values())
     assert shape.variables(own, {"TZ": "UTC"})["TZ"] == "UTC"
     assert 1000 <= shape.uid < 30000

@@ -110,6 +110,9 @@ class View:
     """``(writable host folder, path inside)`` pairs: the folder shown writable there too, in this order
     (a shaped run's ``HOME`` under ``/home`` and the tree inside it)."""
     hostname: str = "sandbox"
+    devices: tuple[tuple[str, str | None], ...] = field(default=())
+    """More entries of ``/dev`` besides bwrap's few devices: ``(name, None)`` an empty folder, ``(name, target)``
+    a symbolic link (a shaped run's machine, :attr:`~gradeflow.sandbox.shape.Shape.devices`)."""
     machine: tuple[int, str] | None = None
     """As root, ``(pid, interface)``: the command's processes are numbered from ``pid`` on (not from 2), and the
     network namespace has a link named ``interface`` besides ``lo`` (a veth pair of its own, leading nowhere)."""
@@ -313,6 +316,8 @@ class BwrapContainment:
         for target, link in view.symlinks:
             args += ["--symlink", target, link]
         args += ["--proc", "/proc", "--dev", "/dev"]
+        for name, pointing in view.devices:
+            args += ["--dir", f"/dev/{name}"] if pointing is None else ["--symlink", pointing, f"/dev/{name}"]
         if view.tmp is not None:
             args += ["--bind", view.tmp, "/tmp"]
         else:

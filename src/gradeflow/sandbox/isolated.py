@@ -224,6 +224,7 @@ class IsolatedSandbox(LocalSandbox):
             if self._shape is None
             else ((str(self._scratch / "home"), self._home), (self._tree, self.workspace)),
             hostname="sandbox" if self._shape is None else self._shape.hostname,
+            devices=() if self._shape is None else self._shape.devices,
             machine=None if self._shape is None or settings.network else (self._shape.first_pid, self._shape.interface),
             # A disk of the sandbox's own bounds every file by filling up; a per-file limit of the same size would
             # stop the one big file just short of full (EFBIG, which Python takes as an OSError), unseen.
@@ -270,7 +271,8 @@ class IsolatedSandbox(LocalSandbox):
         # what a command leaves there counts against environment.disk, as in docker.
         own = {**super()._environment({}), "TMPDIR": "/tmp"}
         if self._root is not None:  # gradeflow's interpreter is not there
-            own["PATH"] = f"{self._python / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+            path = f"{self._python / 'bin'}:/usr/local/bin:/usr/bin:/bin"
+            own["PATH"] = path if self._shape is None else self._shape.path(path)
         return {**own, **env} if self._shape is None else {**own, "HOME": self._home, **env}
 
     def _write_accounts(self) -> tuple[tuple[str, str], ...]:

@@ -21,7 +21,7 @@ from .module_names import _test_modules
 from .reach import _change_reach
 from .sources import _serve_sources
 from .standard_library import _standard_library
-from .varied import _varied_calls
+from .varied import _relabel_command_line, _varied_calls
 from .versions import _held, _native
 
 
@@ -40,6 +40,8 @@ def _make_harness(config_text):
     # More room on the stack than Python's default, by an amount drawn per run: the depth left is no mark of
     # a test run a patch could count on.
     sys.setrecursionlimit(sys.getrecursionlimit() + max(int(config.get("recursion") or 0), 0))
+    if isinstance(channel.get("varied"), dict):  # while /proc/self/mem is still this process's to open
+        _relabel_command_line(str(channel["varied"].get("main") or "main.py"))
     sign = _signer(channel.pop("key", None))
     versions = _native(sign is not None)
     dumps, os_write, os_replace, isfile, sha256 = json.dumps, os.write, os.replace, os.path.isfile, hashlib.sha256

@@ -1,10 +1,35 @@
 """The varied run (``_varied_calls``): each selected test's call runs in a child forked for it with pytest's marks on
 the process taken off (faulthandler, the exception hooks, the root logger's handlers, captured streams,
-``__main__``, ``sys.argv``, pytest's variables, the recursion limit), runs the checks made after every call, and
+``__main__``, ``sys.argv``, pytest's variables, the recursion limit; ``_relabel_command_line``: the command line the
+kernel shows), runs the checks made after every call, and
 sends its outcome and notes to the parent in one message signed with the run's key; the audit's notes are sent as
 they are made. Collection runs with the same marks off."""
 
 from typing import Any
+
+
+def _relabel_command_line(main_file):
+    # The kernel reads /proc/self/cmdline from the process's own argument memory, not from sys.argv: it says
+    # pytest (and names the report). In the varied run that memory says a script's command instead (``python
+    # main_file``, what is left of it zeroed), written once at the session's start, while the process is still
+    # dumpable (its /proc/self/mem its own to open) and before the audit hook that refuses every opening of a
+    # process's memory; the forked calls inherit it. Where it cannot be written, it stays as it was.
+    import os
+    import sys
+
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        start, end = int(fields[45]), int(fields[46])  # arg_start and arg_end, the 48th and 49th fields
+        for program in (sys.executable, "python3"):
+            text = os.fsencode(program) + b"\0" + os.fsencode(main_file) + b"\0"
+            if 0 < len(text) <= end - start:
+                with open("/proc/self/mem", "r+b", buffering=0) as memory:
+                    memory.seek(start)
+                    memory.write(text.ljust(end - start, b"\0"))
+                return
+    except (OSError, ValueError, IndexError):
+        pass
 
 
 def _varied_calls(settings, outcomes, sign, record, checks, relay, file_collector):
