@@ -2,14 +2,16 @@
 
 The main run's sandbox carries marks of its own: a user ``sandbox`` with a uid over 200,000, the host name
 ``sandbox``, a workspace under ``/tmp/tmp*``, ``HOME`` under another ``/tmp/tmp*``, no ``/home``,
-``PYTHONHASHSEED``, ``PYTHONDONTWRITEBYTECODE``, ``TZ`` and ``LC_ALL`` set, a file-size limit. Code that behaves
+``PYTHONHASHSEED``, ``PYTHONDONTWRITEBYTECODE``, ``TZ`` and ``LC_ALL`` set, a dozen variables where a developer's
+shell has some forty, a ``/dev`` of 14 entries, a file-size limit. Code that behaves
 only where it sees them passes its tests and fixes nothing. A varied run (:mod:`gradeflow.tasks.varied`) opens
 its sandbox through :meth:`~gradeflow.sandbox.base.SandboxFactory.shaped` with a :class:`Shape` drawn for that
 run: each kind of sandbox changes what it can of these and nothing an honest test sees (the tree's content,
 relative paths, the Python environment, the task's own variables):
 
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
-  ``/home/<user>/<folder>/<project>``, the variables; no file-size limit where cgroups bound the run; as root,
+  ``/home/<user>/<folder>/<project>``, the variables, a machine's ``/dev`` listing (:attr:`Shape.devices`); no
+  file-size limit where cgroups bound the run; as root,
   process ids from a drawn number on and a network link beside ``lo``);
 - docker: the host name and the variables (the image's user, ``HOME`` and ``/workspace`` stay);
 - local (trusted code, no isolation): the variables only.
