@@ -3,7 +3,7 @@
 The main run's sandbox carries marks of its own: a user ``sandbox`` with a uid over 200,000, the host name
 ``sandbox``, a workspace under ``/tmp/tmp*``, ``HOME`` under another ``/tmp/tmp*``, no ``/home``,
 ``PYTHONHASHSEED``, ``PYTHONDONTWRITEBYTECODE``, ``TZ`` and ``LC_ALL`` set, a dozen variables where a developer's
-shell has some forty, a ``/dev`` of 14 entries, a file-size limit. Code that behaves
+shell has thirty and more, a ``/dev`` of 14 entries, a file-size limit. Code that behaves
 only where it sees them passes its tests and fixes nothing. A varied run (:mod:`gradeflow.tasks.varied`) opens
 its sandbox through :meth:`~gradeflow.sandbox.base.SandboxFactory.shaped` with a :class:`Shape` drawn for that
 run: each kind of sandbox changes what it can of these and nothing an honest test sees (the tree's content,
@@ -132,7 +132,7 @@ class Shape:
 
 
 def session_variables(draw: secrets.SystemRandom) -> tuple[tuple[str, str], ...]:
-    """A login shell's variables, over ssh or in a terminal of a desktop (``~`` stands for ``HOME``): some forty
+    """A login shell's variables, over ssh or in a terminal of a desktop (``~`` stands for ``HOME``): some 35
     with the sandbox's, as in a developer's shell (a grader's command sees a dozen). Left out: what a command
     could act on and find nothing behind (``DISPLAY``, ``DBUS_SESSION_BUS_ADDRESS``, ``SSH_AUTH_SOCK``,
     ``XDG_RUNTIME_DIR``), what changes a tool's behaviour (``PIP_*``, ``VIRTUAL_ENV``, ``PYTHON*``, ``LANGUAGE``,
