@@ -346,3 +346,30 @@ def test_a_runner_whose_imports_started_a_thread_does_not_serve(
         os.close(ready)
         os.close(told)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_a_library_turned_into_its_own_error_is_still_an_interrupt(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A SIGINT landing in pydantic's serializer comes out as its serialization error, not KeyboardInterrupt:
+    # the child still ends as an interrupted command does (130, one line), not with a traceback and 1.
+    from gradeflow.engine import runner_child
+
+    def wrapped(argv: list[str]) -> int:
+        try:
+            runner_child._interrupt(signal.SIGINT, None)
+        except KeyboardInterrupt:
+            raise RuntimeError("Error calling function `_ser_model`: KeyboardInterrupt") from None
+        return 0
+
+    def failing(argv: list[str]) -> int:
+        raise RuntimeError("boom")
+
+    runner_child._INTERRUPTS.clear()
+    assert runner_child._entry(failing, []) == 1
+    assert "RuntimeError: boom" in capsys.readouterr().err
+    try:
+        assert runner_child._entry(wrapped, []) == 130
+    finally:
+        runner_child._INTERRUPTS.clear()
+    assert capsys.readouterr().err == "gradeflow: interrupted\n"

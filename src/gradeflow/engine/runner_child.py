@@ -60,8 +60,11 @@ def run_child(
     except KeyboardInterrupt:
         code = _interrupted()
     except BaseException:
-        with contextlib.suppress(BaseException):
-            sys.excepthook(*sys.exc_info())
+        if _INTERRUPTS:
+            code = _interrupted()
+        else:
+            with contextlib.suppress(BaseException):
+                sys.excepthook(*sys.exc_info())
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -69,9 +72,20 @@ def run_child(
         os._exit(code)
 
 
+_INTERRUPTS: list[int] = []
+"""SIGINTs the child took: an interrupt whose ``KeyboardInterrupt`` a library turned into another exception (pydantic's
+serializer wraps it in its own error) is still an interrupt."""
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """Python's own SIGINT handler (raise ``KeyboardInterrupt``), noting that it ran."""
+    _INTERRUPTS.append(signum)
+    signal.default_int_handler(signum, frame)  # type: ignore[arg-type]
+
+
 def _entry(entry: Entry, argv: list[str]) -> int:
     """``entry(argv)``'s exit code as the interpreter would make it: ``SystemExit``'s code, a traceback and 1
-    for an exception; an interrupt as the command reports one."""
+    for an exception; an interrupt as the command reports one, whatever exception it became on its way out."""
     try:
         return entry(argv)
     except SystemExit as exc:
@@ -79,6 +93,8 @@ def _entry(entry: Entry, argv: list[str]) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     except BaseException:
+        if _INTERRUPTS:
+            return _interrupted()
         sys.excepthook(*sys.exc_info())
         return 1
 
@@ -107,7 +123,7 @@ def _become(
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupt)
     let_go()
     for fd, target in zip(fds, (0, 1, 2), strict=True):
         os.dup2(fd, target)
