@@ -60,11 +60,7 @@ def run_child(
     except KeyboardInterrupt:
         code = _interrupted()
     except BaseException:
-        if _INTERRUPTS:
-            code = _interrupted()
-        else:
-            with contextlib.suppress(BaseException):
-                sys.excepthook(*sys.exc_info())
+        code = _failed()
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -93,10 +89,17 @@ def _entry(entry: Entry, argv: list[str]) -> int:
     except KeyboardInterrupt:
         return _interrupted()
     except BaseException:
-        if _INTERRUPTS:
-            return _interrupted()
+        return _failed()
+
+
+def _failed() -> int:
+    """The exit code of the exception being handled: an interrupt's when a SIGINT came first (whatever the
+    exception it became), else 1 after the interpreter's traceback."""
+    if _INTERRUPTS:
+        return _interrupted()
+    with contextlib.suppress(BaseException):
         sys.excepthook(*sys.exc_info())
-        return 1
+    return 1
 
 
 def _interrupted() -> int:
