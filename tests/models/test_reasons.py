@@ -70,6 +70,14 @@ NOT_CODES = {
     "utf-16",
     "utf-16-be",
     "utf-16-le",
+    # the shaped (varied) run's terminal names and /dev entries (sandbox/shape.py)
+    "xterm-256color",
+    "screen-256color",
+    "tmux-256color",
+    "xterm-kitty",
+    "btrfs-control",
+    "vhost-net",
+    "vhost-vsock",
     *typing.get_args(Decision),
     *typing.get_args(TamperKind),
 }
