@@ -1,5 +1,8 @@
 """Root filesystems the isolated sandbox runs commands on: built once per recipe, verified before every use.
 
+The docker sandbox runs a ``debian:`` root too, as an image imported from this folder
+(:mod:`gradeflow.sandbox._docker_root`).
+
 A task names its root in ``environment.root``:
 
 - ``host``: this machine's ``/usr`` and ``/etc`` and gradeflow's own interpreter (no folder is built);

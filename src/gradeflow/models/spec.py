@@ -371,10 +371,11 @@ class EnvironmentSpec(_Spec):
     Default: 1 GiB, or half of ``memory`` when that is less. A command that fills it (bytes or files) is
     stopped and graded 0 with ``disk-limit-exceeded``."""
     root: str = Field(default="host", pattern=ROOT_PATTERN)
-    """What commands run on in the isolated sandbox: ``host`` (this machine's system and gradeflow's Python),
-    ``debian:<release>`` (a Debian root filesystem built once with debootstrap: ``bullseye`` has Python 3.9,
-    ``bookworm`` 3.11, ``trixie`` 3.13) or ``docker:<image>`` (an image's filesystem exported once; the
-    docker sandbox runs the image itself)."""
+    """What commands run on: ``host`` (this machine's system and gradeflow's Python), ``debian:<release>`` (a
+    Debian root filesystem built once with debootstrap: ``bullseye`` has Python 3.9, ``bookworm`` 3.11, ``trixie``
+    3.13; the docker sandbox runs it as an image imported once per root, without ``setup``) or ``docker:<image>``
+    (an image's filesystem exported once; the docker sandbox runs the image itself). The local sandbox runs on
+    ``host`` only."""
     packages: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{0,99}$")]] = Field(default_factory=list)
     """More Debian packages for a ``debian:`` root (``python3``, ``python3-venv`` and ``python3-pip`` are always
     there): compilers, ``libxml2-dev``, ``python3-pytest``."""

@@ -44,8 +44,9 @@ import docker
 import docker.errors
 
 from gradeflow.config import cache_dir
+from gradeflow.environments.roots import RootRecipe, ensure_root
 from gradeflow.errors import SandboxBroken, SandboxUnavailable, SpecError
-from gradeflow.models import EnvironmentSpec
+from gradeflow.models import EnvironmentSpec, TaskSpec
 from gradeflow.sandbox._docker_cpu import CpuMeter, command_cpu, cpu_meter
 from gradeflow.sandbox._docker_disk import DF_COMMAND, disk_events, folders_full, start_watcher
 from gradeflow.sandbox._docker_engine import (
@@ -66,6 +67,7 @@ from gradeflow.sandbox._docker_engine import (
 from gradeflow.sandbox._docker_exec import finish, run_exec
 from gradeflow.sandbox._docker_files import get_file, get_tree, put_tree
 from gradeflow.sandbox._docker_io import harness_archive, owned_copy, tree_archive
+from gradeflow.sandbox._docker_root import root_image
 from gradeflow.sandbox._docker_site import harness_site_image
 from gradeflow.sandbox.base import (
     BASE_ENV,
@@ -369,10 +371,22 @@ class DockerSandboxFactory(SandboxFactory):
     kind: ClassVar[str] = "docker"
 
     def __init__(self, environment: EnvironmentSpec | None = None, *, engine_wait: float = ENGINE_WAIT) -> None:
-        self.settings = DockerSettings.from_environment(environment or EnvironmentSpec(sandbox="docker"))
+        environment = environment or EnvironmentSpec(sandbox="docker")
+        self.settings = DockerSettings.from_environment(environment)
+        recipe = RootRecipe.from_spec(environment.root, environment.packages)
+        self.recipe = recipe if recipe is not None and recipe.kind == "debian" else None
+        """The ``debian:`` root whose image the containers run (``None``: ``environment.image``, a ``docker:`` root's
+        image or the default)."""
+        if self.recipe is not None and environment.image:
+            raise SpecError(
+                f"environment.image {environment.image} and environment.root {environment.root} both name what the "
+                "docker sandbox runs; keep one"
+            )
         self.engine_wait = engine_wait
         self._client: Any = None
         self._image_id: str | None = None
+        self._image_name = self.settings.image
+        self._root_folder: Path | None = None
         self._run_image: str | None = None
         self._lock = threading.Lock()
         self.shape: Shape | None = None
@@ -381,9 +395,23 @@ class DockerSandboxFactory(SandboxFactory):
         with self._lock:
             if self._client is None:
                 self._client = connect(self.engine_wait)
-            if self._image_id is None:
+            if self.recipe is not None:
+                if self._image_id is None or self._root_folder is None or not self.hold(self._root_folder):
+                    self._root_image(self._client, self.recipe)
+            elif self._image_id is None:
                 self._image_id = resolve_image(self._client, self.settings.image)
+            assert self._image_id is not None
             return self._client, self._image_id
+
+    def _root_image(self, client: Any, recipe: RootRecipe) -> None:
+        """Resolve the image of the task's root (the root built or verified, the image imported when missing), the
+        root held from now on while the factory is open (resolved again when it was released and is gone since)."""
+        root = ensure_root(recipe)  # marks it used, so no cap removes it before it is held
+        self._root_folder = root.folder.parent
+        self.hold(self._root_folder)
+        name, image_id = root_image(client, root)
+        if image_id != self._image_id:
+            self._image_name, self._image_id, self._run_image = name, image_id, None
 
     def open(self, host_workspace: Path) -> DockerSandbox:
         """A sandbox over a copy of ``host_workspace``, its container of the image with the harness's site file
@@ -391,7 +419,7 @@ class DockerSandboxFactory(SandboxFactory):
         client, image_id = self._connected()
         with self._lock:
             if self._run_image is None:
-                self._run_image = harness_site_image(client, image_id, self.settings.image)
+                self._run_image = harness_site_image(client, image_id, self._image_name)
         return DockerSandbox(client, self.settings, self._run_image, host_workspace, self.shape)
 
     def with_network(self) -> DockerSandboxFactory:
@@ -399,6 +427,18 @@ class DockerSandboxFactory(SandboxFactory):
         factory.settings = dataclasses.replace(self.settings, network=True)
         factory._lock = threading.Lock()
         return factory
+
+    def show(self, task: TaskSpec) -> DockerSandboxFactory:
+        """This factory; ``SpecError`` for what it cannot run on a ``debian:`` root: ``setup``, whose environment
+        the isolated sandbox builds on the root and mounts read-only into every run, and the docker sandbox would
+        only copy into each container without the private environment ``pip`` installs into there."""
+        if self.recipe is not None and task.setup:
+            raise SpecError(
+                f"setup: the docker sandbox cannot build setup's environment on environment.root "
+                f"debian:{self.recipe.source} (the isolated sandbox does: grade with --sandbox isolated) "
+                f"(task {task.task_id})"
+            )
+        return self
 
     def shaped(self, shape: Shape) -> DockerSandboxFactory:
         """Sandboxes whose containers have ``shape``'s host name and whose commands a developer's variables."""
@@ -439,7 +479,7 @@ class DockerSandboxFactory(SandboxFactory):
         machine, python_version = probe_image(client, image_id, self.settings)
         return SandboxDescription(
             sandbox=self.kind,
-            image=self.settings.image,
+            image=self._image_name,
             image_id=image_id,
             architecture=machine,
             python_version=python_version,

@@ -17,14 +17,13 @@ def sandbox_factory(environment: EnvironmentSpec, override: str | None = None) -
     """The factory for ``override`` or ``environment.sandbox``; ``SpecError`` for an unknown kind.
 
     Building a factory never contacts a docker engine nor starts bwrap, so this is safe in a preflight
-    check; it raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``.
+    check; it raises ``SpecError`` here for a bad ``environment.user`` or ``environment.memory``, a root the local
+    sandbox cannot run on, and ``environment.image`` beside a ``debian:`` root.
     """
     kind = override or environment.sandbox
-    if environment.root != "host" and (
-        kind == "local" or (kind == "docker" and environment.root.startswith("debian:"))
-    ):
-        remedy = "the isolated sandbox" if kind == "local" else "the isolated sandbox, or a docker: root or image"
-        raise SpecError(f"environment.root {environment.root}: the {kind} sandbox cannot run on it; use {remedy}")
+    if environment.root != "host" and kind == "local":
+        remedy = "use the isolated or docker sandbox"
+        raise SpecError(f"environment.root {environment.root}: the local sandbox cannot run on it; {remedy}")
     if kind == "isolated":
         return IsolatedSandboxFactory(environment)
     if kind == "local":

@@ -1,0 +1,177 @@
+"""A ``debian:`` root under the docker sandbox: its image imported once per digest, a task on it graded in it."""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import sys
+import tarfile
+import threading
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import docker.errors
+import pytest
+import yaml
+
+from gradeflow import grade
+from gradeflow.cli import main
+from gradeflow.environments.roots import Root, RootRecipe, stat_digest
+from gradeflow.errors import SpecError
+from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox._docker_root import _root_tar, root_image, root_image_tag
+from gradeflow.sandbox.factory import sandbox_factory
+from gradeflow.spec import load_task
+
+FILES = {
+    "src/calc.py": "def divide(a, b):\n    if b == 0:\n        return None\n    return a / b\n\n\ndef add(a, b):\n"
+    "    return a + b\n",
+    "tests/test_calc.py": "import collections\n\nimport pytest\n\nfrom calc import add, divide\n\n\n"
+    "def test_divide_by_zero():\n    with pytest.raises(ZeroDivisionError):\n        divide(1, 0)\n\n\n"
+    "def test_add():\n    assert add(1, 2) == 3\n\n\ndef test_divide():\n    assert divide(6, 3) == 2\n\n\n"
+    "def test_mapping_alias():\n    assert issubclass(dict, collections.Mapping)\n",
+}
+FIX = (
+    "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,6 +1,6 @@\n def divide(a, b):\n     if b == 0:\n"
+    '-        return None\n+        raise ZeroDivisionError("no")\n     return a / b\n \n \n'
+)
+WRONG = (
+    "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,6 +1,6 @@\n def divide(a, b):\n     if b == 0:\n"
+    "-        return None\n+        return 0\n     return a / b\n \n \n"
+)
+BULLSEYE = {"root": "debian:bullseye", "packages": ["python3-pytest"]}
+
+
+def _task(tmp_path: Path, **spec: Any) -> Path:
+    repo = tmp_path / "repo"
+    for name, text in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    data = {
+        "task_id": f"droot-{tmp_path.name[-20:].strip('_') or 'x'}",
+        "type": "bugfix",
+        "repo": "./repo",
+        "tests": {
+            "command": "PYTHONPATH=src python -m pytest -q -p no:cacheprovider --junitxml={junit}",
+            "fail_to_pass": ["tests/test_calc.py::test_divide_by_zero"],
+            "pass_to_pass": [
+                "tests/test_calc.py::test_add",
+                "tests/test_calc.py::test_divide",
+                "tests/test_calc.py::test_mapping_alias",
+            ],
+        },
+        **spec,
+    }
+    (tmp_path / "task.yaml").write_text(yaml.safe_dump(data))
+    return tmp_path / "task.yaml"
+
+
+class _Imports:
+    """Counts the engine's imports this process asks for (``docker import``), passing each on."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        self._lock = threading.Lock()
+        original = docker.APIClient.import_image_from_data
+
+        def counted(client: Any, *args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.count += 1
+            return original(client, *args, **kwargs)
+
+        monkeypatch.setattr(docker.APIClient, "import_image_from_data", counted)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.usefixtures("prefect")
+def test_a_task_on_a_bullseye_root_grades_right_under_docker_and_its_image_is_imported_once(
+    tmp_path: Path, docker_client: Any, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del no_leftovers
+    assert sys.version_info >= (3, 10) and not hasattr(collections, "Mapping")  # passes on the root's 3.9 only
+    task = load_task(_task(tmp_path, environment={**BULLSEYE, "sandbox": "docker"}))
+    imports = _Imports(monkeypatch)
+    fixed = grade(task, patch=FIX, sandbox="docker")
+    assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.summary()
+    environment = fixed.environment
+    assert environment is not None and environment.sandbox == "docker"
+    assert environment.python_version.startswith("3.9.")
+    varied = fixed.component("tests").details["varied_run"]
+    assert varied["outcomes"] == {"tests/test_calc.py::test_divide_by_zero": "passed"}
+    assert environment.image is not None and environment.image.startswith("gradeflow-root:bullseye-")
+    first = docker_client.images.get(environment.image).id
+    imported = imports.count
+    assert imported <= 1  # none when an earlier grade on this engine imported this root already
+    wrong = grade(task, patch=WRONG, sandbox="docker")
+    assert (wrong.status, wrong.passed) == ("graded", False), wrong.summary()
+    assert grade(task, patch="", sandbox="docker").status == "graded"
+    assert wrong.environment is not None and wrong.environment.image == environment.image
+    assert docker_client.images.get(environment.image).id == first and imports.count == imported  # the tag reused
+
+
+def _tiny_root(tmp_path: Path, source: str) -> Root:
+    fs = tmp_path / source / "fs"
+    (fs / "etc").mkdir(parents=True)
+    (fs / "usr" / "local" / "bin").mkdir(parents=True)
+    (fs / "dev").mkdir()
+    (fs / "dev" / "left-by-debootstrap").write_text("")
+    (fs / "etc" / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
+    (fs / "etc" / "group").write_text("root:x:0:\n")
+    return Root(folder=fs, recipe=RootRecipe("debian", source), python="", digest=stat_digest(fs))
+
+
+@pytest.mark.docker
+def test_a_root_is_imported_once_per_digest_by_concurrent_callers(
+    tmp_path: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRADEFLOW_ROOTS", str(tmp_path / "roots"))
+    root = _tiny_root(tmp_path, f"gftest{tmp_path.name[-12:].lower()}")
+    imports = _Imports(monkeypatch)
+    tags = [root_image_tag(root)]
+    try:
+        found: list[tuple[str, str]] = []
+        callers = [threading.Thread(target=lambda: found.append(root_image(docker_client, root))) for _ in range(3)]
+        for caller in callers:
+            caller.start()
+        for caller in callers:
+            caller.join()
+        assert imports.count == 1 and len(found) == 3 and len(set(found)) == 1 and found[0][0] == tags[0]
+        assert tags[0] == f"gradeflow-root:{root.recipe.source}-{root.digest[:12]}"
+        labels = docker_client.images.get(tags[0]).labels
+        assert labels["org.gradeflow.root-digest"] == root.digest
+        (root.folder / "etc" / "hostname").write_text("changed\n")  # the root rebuilt: another digest, a new tag
+        changed = Root(root.folder, root.recipe, "", stat_digest(root.folder))
+        tags.append(root_image(docker_client, changed)[0])
+        assert imports.count == 2 and tags[1] != tags[0]
+    finally:
+        for tag in tags:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                docker_client.images.remove(tag, force=True)
+
+
+def test_a_root_goes_in_with_the_sandbox_user_and_python_and_without_its_devices(tmp_path: Path) -> None:
+    root = _tiny_root(tmp_path, "tiny")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(_root_tar(root.folder))), mode="r") as tar:
+        members = {PurePosixPath(m.name).as_posix(): m for m in tar.getmembers()}
+        passwd = tar.extractfile(members["etc/passwd"]).read().decode()  # type: ignore[union-attr]
+        group = tar.extractfile(members["etc/group"]).read().decode()  # type: ignore[union-attr]
+    assert "dev" in members and "dev/left-by-debootstrap" not in members
+    assert passwd == "root:x:0:0:root:/root:/bin/sh\ngrader:x:1000:1000:Grader:/gradeflow/home:/bin/sh\n"
+    assert group == "root:x:0:\ngrader:x:1000:\n"
+    assert members["usr/local/bin/python"].issym() and members["usr/local/bin/python"].linkname == "/usr/bin/python3"
+
+
+def test_what_docker_cannot_do_on_a_debian_root_is_refused_at_load_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SpecError, match=r"environment.image .* and environment.root debian:bullseye .* keep one"):
+        sandbox_factory(EnvironmentSpec(root="debian:bullseye", image="gradeflow-python:bookworm"), "docker")
+    with pytest.raises(SpecError, match="local sandbox cannot run on it"):
+        sandbox_factory(EnvironmentSpec(root="debian:bullseye"), "local")
+    path = _task(tmp_path, environment=BULLSEYE, setup="pip install six")
+    (tmp_path / "empty.diff").write_text("")
+    assert main(["grade", str(path), "--patch", str(tmp_path / "empty.diff"), "--sandbox", "docker"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "setup" in lines[0] and "debian:bullseye" in lines[0] and "isolated" in lines[0]
