@@ -9,7 +9,7 @@ import pytest
 from builders import make_task
 from gradeflow.integrity import sealing
 from gradeflow.integrity.files import list_files
-from gradeflow.integrity.sealing import folders_to_seal, infrastructure_edits, seal_acceptance_tree
+from gradeflow.integrity.sealing import folders_to_seal, infrastructure_edits, kept_test_edits, seal_acceptance_tree
 from gradeflow.integrity.sections import sections_differ, splice_sections
 from gradeflow.models import ChangedFile, TaskSpec
 
@@ -278,3 +278,39 @@ def test_the_base_is_walked_once_per_pristine_folder_and_again_when_it_is_rebuil
     (pristine / "tests").mkdir(parents=True)
     (pristine / "tests" / "test_b.py").write_text("")
     assert folders_to_seal(task, pristine) == ["tests"] and len(walks) == 2
+
+
+def test_under_reset_only_the_hidden_tests_files_conftest_and_protected_files_are_reset(tmp_path: Path) -> None:
+    base = {**BASE, "tests/conftest.py": "", "tests/app/models.py": "class A:\n    pass\n"}
+    patch: dict[str, str | None] = {
+        "src/calc.py": "def div(a, b):\n    return 0\n",
+        "tests/helpers.py": "def one():\n    return 2\n",  # a helper the hidden tests do not replace: kept
+        "tests/app/models.py": "class A:\n    x = 1\n",  # a test app's models: kept
+        "tests/test_mine.py": "def test_mine():\n    pass\n",  # the candidate's own test module: kept
+        "tests/test_calc.py": "def test_div():\n    pass\n",  # replaced by the hidden tests: reset
+        "tests/conftest.py": "import evil\n",  # test infrastructure: reset in both readings
+        "tests/pytest.ini": "[pytest]\naddopts = -p evil\n",  # test configuration: reset in both readings
+    }
+    pristine, tree, changes = _trees(tmp_path, base, patch)
+    task = _task(hidden_edits="reset")
+    kept = kept_test_edits(task, changes, tree, pristine, [], {"tests/test_calc.py"})
+    assert kept == ["tests/app/models.py", "tests/helpers.py", "tests/test_mine.py"]
+    sealed = seal_acceptance_tree(task, changes, tree, pristine, [], kept)
+    assert sealed == {
+        "tests/conftest.py": "test folder",
+        "tests/pytest.ini": "test infrastructure",
+        "tests/test_calc.py": "test folder",
+    }
+    for path in kept:
+        assert (tree / path).read_text() == patch[path]
+    # A protected file the hidden tests do not replace stays reset (its edit fails the constraints gate).
+    assert kept_test_edits(task, changes, tree, pristine, ["tests/helpers.py"], {"tests/test_calc.py"}) == [
+        "tests/app/models.py",
+        "tests/test_mine.py",
+    ]
+
+
+def test_under_fail_no_test_edit_is_kept(tmp_path: Path) -> None:
+    pristine, tree, changes = _trees(tmp_path, BASE, {"tests/helpers.py": "def one():\n    return 2\n"})
+    assert kept_test_edits(_task(), changes, tree, pristine, [], {"tests/test_calc.py"}) == []
+    assert seal_acceptance_tree(_task(), changes, tree, pristine, []) == {"tests/helpers.py": "test folder"}

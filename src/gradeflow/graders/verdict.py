@@ -82,22 +82,43 @@ def graded_result(
         )
     verdict = _verdict(combined, profile, empty=not changes)
     result = _graded(task, submission_id, combined, profile, patch, changes, environment, verdict)
-    return result.model_copy(update={"strict_reading": strict_reading(result)})
+    return result.model_copy(update={"strict_reading": strict_reading(result, composite)})
 
 
-def strict_reading(result: GradeResult) -> StrictReading | None:
-    """gradeflow's stricter verdict beside a grade that set edits to the hidden tests' files aside
-    (``tests.hidden_edits: reset``): those edits fail the gates they are about. ``None`` when none were set aside.
+def strict_reading(result: GradeResult, composite: CompositeGrader) -> StrictReading | None:
+    """gradeflow's stricter verdict beside a grade that followed SWE-bench's procedure (``tests.hidden_edits:
+    reset``), combined by ``composite`` as the grade was: the edits to the hidden tests' files that were set
+    aside fail the gates they are about, and where the candidate's other test edits were kept in the run, the
+    tests component is the one of the run with them reset (``details["strict_tests"]``). ``None`` when nothing
+    was set aside or kept.
     """
     extra = [code for c in result.components for code in c.details.get("strict_reason_codes", ())]
     if not extra:
         return None
+    verdict = _verdict(
+        composite.combine([_strict_component(c) for c in result.components]),
+        composite.profile,
+        empty=not result.files_changed,
+    )
     return StrictReading(
-        passed=False,
-        decision="rejected",
-        reason_codes=list(dict.fromkeys([*result.reason_codes, *extra])),
+        passed=verdict["passed"],
+        decision=verdict["decision"],
+        reason_codes=list(dict.fromkeys([*verdict["reason_codes"], *extra])),
         messages=[m for c in result.components for m in c.details.get("strict_messages", ())],
     )
+
+
+def _strict_component(component: GradeComponent) -> GradeComponent:
+    """``component`` as gradeflow's own reading has it: a gate that set edits aside fails with their codes; a
+    tests component that ran with test edits kept scores as its run with them reset did."""
+    set_aside = component.details.get("strict_reason_codes", ())
+    if component.role == "gate" and set_aside:
+        codes = list(dict.fromkeys([*component.reason_codes, *set_aside]))
+        return component.model_copy(update={"passed": False, "reason_codes": codes})
+    tests = component.details.get("strict_tests")
+    if isinstance(tests, dict):
+        return component.model_copy(update={k: tests[k] for k in ("score", "passed", "reason_codes")})
+    return component
 
 
 def _unscorable(combined: Combined, profile: Profile) -> tuple[str, str] | None:

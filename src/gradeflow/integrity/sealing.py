@@ -7,6 +7,16 @@ What is sealed (reset to the base in every run's tree):
   ``testing`` part, or ``test_*``/``*_tests``), helpers and ``__init__.py`` included. Test files that
   sit beside the source are reset one by one instead. Test files and ``conftest.py`` files the patch
   adds anywhere are removed from the acceptance run.
+* **under** ``tests.hidden_edits: reset`` (SWE-bench's procedure) the test folders are not sealed whole:
+  among the patch's edits to test folders and test files, only the files the hidden tests replace (laid
+  over by them afterwards), the protected files and every ``conftest.py`` are reset; the candidate's other
+  edits there (a helper, a test app's ``models.py``, a test module of its own) are kept in the run, as
+  SWE-bench keeps them (:func:`kept_test_edits` lists them, for the grade's ``strict_reading``).
+  ``conftest.py`` stays sealed because pytest loads it without an import, ahead of every test: it is the
+  test harness itself, as the configuration below is (SWE-bench keeps such an edit; Django's runner reads
+  none). Test configuration and code loaders are sealed and gated in both readings. The kept edits are not
+  tamper-scanned (test code never was, and honest test helpers import pytest): the harness still watches the
+  run, and the ``strict_reading`` runs the tests with them reset.
 * **test configuration and code loaders** (:data:`INFRASTRUCTURE`, plus ``tests.infrastructure``):
   whole files, and in ``pyproject.toml``, ``setup.cfg``, ``tox.ini`` and ``package.json`` only the
   test-related sections (:data:`SECTIONS`). A patch that edits any of them fails the
@@ -17,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import shlex
+from collections.abc import Collection
 from pathlib import Path, PurePosixPath
 
 from gradeflow.integrity.files import list_files, restore_from
@@ -26,7 +37,14 @@ from gradeflow.models.evidence import InfrastructureEdit as InfraEdit
 from gradeflow.models.globs import matches_any
 from gradeflow.models.testids import file_of_test_id
 
-__all__ = ["INFRASTRUCTURE", "folders_to_seal", "infrastructure_edits", "seal_acceptance_tree", "seal_infrastructure"]
+__all__ = [
+    "INFRASTRUCTURE",
+    "folders_to_seal",
+    "infrastructure_edits",
+    "kept_test_edits",
+    "seal_acceptance_tree",
+    "seal_infrastructure",
+]
 
 INFRASTRUCTURE: tuple[str, ...] = (
     "**/pytest.ini",
@@ -102,21 +120,58 @@ def seal_infrastructure(task_spec: TaskSpec, changes: list[ChangedFile], tree: P
 
 
 def seal_acceptance_tree(
-    task_spec: TaskSpec, changes: list[ChangedFile], tree: Path, pristine: Path, protected: list[str]
+    task_spec: TaskSpec,
+    changes: list[ChangedFile],
+    tree: Path,
+    pristine: Path,
+    protected: list[str],
+    kept: Collection[str] = (),
 ) -> dict[str, str]:
-    """Seal ``tree`` for the acceptance run: infrastructure, test folders, the patch's test files."""
+    """Seal ``tree`` for the acceptance run: infrastructure, test folders, the patch's test files, less
+    ``kept`` (:func:`kept_test_edits`: the edits SWE-bench's procedure keeps). What was reset and why."""
     sealed = seal_infrastructure(task_spec, changes, tree, pristine)
+    reset = [(p, why) for p, why in _test_resets(task_spec, changes, pristine, protected, set(sealed)) if p not in kept]
+    restored = set(restore_from(pristine, tree, [p for p, _ in reset]))
+    sealed.update((p, why) for p, why in reset if p in restored)
+    return sealed
+
+
+def kept_test_edits(
+    task_spec: TaskSpec,
+    changes: list[ChangedFile],
+    tree: Path,
+    pristine: Path,
+    protected: list[str],
+    replaced: Collection[str],
+) -> list[str]:
+    """The patch's edits to test folders and test files that ``tests.hidden_edits: reset`` keeps in the run
+    and ``fail`` resets: all but the files the hidden tests replace (``replaced``), the protected files and
+    ``conftest.py`` files (test infrastructure: the module docstring says why). Empty under ``fail``.
+    ``tree`` is the base plus the patch, not yet sealed.
+
+    Test configuration and code loaders are not among them: they are sealed in both readings."""
+    if task_spec.tests.hidden_edits != "reset":
+        return []
+    infrastructure = {e.path for e in infrastructure_edits(task_spec, changes, tree, pristine)}
+    sealed = [p for p, _ in _test_resets(task_spec, changes, pristine, protected, infrastructure)]
+    always = ["**/conftest.py", *protected]
+    return [p for p in sealed if p not in replaced and not matches_any(p, always)]
+
+
+def _test_resets(
+    task_spec: TaskSpec, changes: list[ChangedFile], pristine: Path, protected: list[str], skip: set[str]
+) -> list[tuple[str, str]]:
+    """The changed paths (less ``skip``) the acceptance run resets as tests: those in a test folder, and test
+    files, ``conftest.py`` files and ``protected`` files anywhere; each with its reason."""
     folders = folders_to_seal(task_spec, pristine)
     harness_files = [*task_spec.tests.test_files, "**/conftest.py", *protected]
     reset = []
-    for path in sorted({p for c in changes for p in (c.path, c.old_path) if p} - set(sealed)):
+    for path in sorted({p for c in changes for p in (c.path, c.old_path) if p} - skip):
         if any(PurePosixPath(path).is_relative_to(folder) for folder in folders):
             reset.append((path, "test folder"))
         elif matches_any(path, harness_files):
             reset.append((path, "test file"))
-    restored = set(restore_from(pristine, tree, [p for p, _ in reset]))
-    sealed.update((p, why) for p, why in reset if p in restored)
-    return sealed
+    return reset
 
 
 def folders_to_seal(task_spec: TaskSpec, pristine: Path) -> list[str]:

@@ -55,6 +55,8 @@ _INTEGRITY = {
     "trusted run's same comparison did not: no honest value equals an object it has never seen",
     "tamper-suspected": "the patch adds code that reaches into the test machinery",
     "test-infrastructure-modified": "the patch edits test configuration or a code loader that is sealed to the base",
+    "test-edit-kept": "under tests.hidden_edits: reset, the patch edits a file of a test folder the hidden tests do "
+    "not replace: kept in the run as SWE-bench keeps it, reset under gradeflow's reading (strict_reading only)",
 }
 _EVIDENCE = {
     "missing-regression-test": "the patch adds or changes no test",

@@ -124,15 +124,18 @@ class GradeComponent(BaseModel):
 
 class StrictReading(BaseModel):
     """gradeflow's stricter verdict beside a grade that followed SWE-bench's procedure (``tests.hidden_edits:
-    reset``), given only when the two differ: the patch's edits to the files the hidden tests replace counted
-    as the failed gates they are under ``fail``."""
+    reset``), given only when the two readings differ in what they count or run: the patch's edits to the files
+    the hidden tests replace counted as the failed gates they are under ``fail``, and its other edits to test
+    folders (kept in the grade's run, as SWE-bench keeps them) reset, the tests scored as they ran so."""
 
     passed: bool
     decision: Decision
     reason_codes: list[str] = Field(default_factory=list)
-    """The grade's reason codes plus the ones the edits would add."""
+    """This reading's reason codes, then the ones that say why it differs (``protected-file-modified``,
+    ``test-infrastructure-modified``, ``test-edit-kept``)."""
     messages: list[str] = Field(default_factory=list)
-    """One line per edit: which file, and which check would fail it."""
+    """One line per edit (which file, which check would fail it or that it is reset), and one for the tests
+    run with the kept edits reset."""
 
 
 class GradeResult(BaseModel):
@@ -163,8 +166,9 @@ class GradeResult(BaseModel):
     timings: dict[str, float] = Field(default_factory=dict)
     """Seconds spent in each step."""
     strict_reading: StrictReading | None = None
-    """Where the task follows SWE-bench's procedure and the patch edited the files its hidden tests replace:
-    the verdict gradeflow's stricter reading gives (see :class:`StrictReading`); ``None`` otherwise."""
+    """Where the task follows SWE-bench's procedure and the patch edited the files its hidden tests replace or
+    other files of its test folders: the verdict gradeflow's stricter reading gives (see :class:`StrictReading`);
+    ``None`` otherwise."""
 
     @model_validator(mode="before")
     @classmethod

@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -13,14 +15,13 @@ from pydantic import BaseModel
 
 from gradeflow.errors import SubmissionError
 from gradeflow.graders.base import GradingContext
-from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import TestGrader
 from gradeflow.graders.withheld import withhold_hidden_details, withholds_hidden_details
-from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import GradeComponent, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
+from gradeflow.tasks._sealing import SealedTree, seal_for_run
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
@@ -57,19 +58,16 @@ class TestsOutcome(BaseModel):
 )
 def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory) -> TestsOutcome:
     """The acceptance run, on a fresh copy of base + patch sealed to the base's test harness; when its required
-    tests passed, their varied re-run (:mod:`gradeflow.tasks.varied`) on another fresh copy."""
+    tests passed, their varied re-run (:mod:`gradeflow.tasks.varied`) on another fresh copy. Under
+    ``tests.hidden_edits: reset``, when the candidate's edits to test folders were kept in the run (as SWE-bench
+    keeps them), the tests run once more with them reset too (gradeflow's reading) for the grade's
+    ``strict_reading``."""
     assert snapshot.workspace is not None
     started = time.perf_counter()
     ahead = varied_ahead(task_spec, snapshot, baseline, sandboxes)
     try:
-        tree = working_copy(snapshot.workspace)
-        try:
-            sealed = seal_acceptance_tree(
-                task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec)
-            )
-            evidence = candidate_test_run(task_spec, tree, sandboxes, baseline)
-        finally:
-            remove_tree(tree.parent, ignore_errors=True)
+        run = _acceptance_run(task_spec, snapshot, baseline, sandboxes)
+        evidence, sealed = run.evidence, run.sealed.sealed
         acceptance = time.perf_counter() - started
         varied = varied_run(task_spec, snapshot, baseline, sandboxes, evidence, ahead)
     finally:
@@ -88,9 +86,14 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     context = GradingContext(task=task_spec, workspace=snapshot.view(), tests=evidence, baseline_tests=baseline.tests)
     component = withhold_hidden_details(task_spec, TestGrader().grade(context))
     component.details["sealed"] = sealed
+    if run.sealed.kept:
+        before = time.perf_counter()
+        strict = _acceptance_run(task_spec, snapshot, baseline, sandboxes, strict=True).evidence
+        spent["strict_run"] = round(time.perf_counter() - before, 3)
+        _report_kept(component, run.sealed.kept, TestGrader().grade(replace(context, tests=strict)))
     if not withholds_hidden_details(task_spec):
         # Where the step's time went: the tree's copy and sealing, the sandbox (environment mount, harness)
-        # and reading the report; the acceptance run's command; the varied run, whole.
+        # and reading the report; the acceptance run's command; the varied run, whole; the strict reading's run.
         component.details["time"] = spent
     component.details["canaries"] = (
         "checked" if baseline.tests.harness and baseline.tests.harness.canaries else "unsupported"
@@ -109,6 +112,45 @@ def run_tests(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandb
     if sealed:
         component.messages.append(f"reset to the base before the run: {', '.join(sorted(sealed))}")
     return TestsOutcome(component=component, evidence=evidence, restored=sorted(sealed))
+
+
+class _Run(NamedTuple):
+    evidence: TestRunEvidence
+    sealed: SealedTree
+
+
+def _acceptance_run(
+    task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline, sandboxes: SandboxFactory, *, strict: bool = False
+) -> _Run:
+    """A run on a fresh copy of base + patch, sealed (``strict``: as under ``tests.hidden_edits: fail``)."""
+    assert snapshot.workspace is not None
+    tree = working_copy(snapshot.workspace)
+    try:
+        sealed = seal_for_run(task_spec, snapshot.changes, tree, baseline.pristine, strict=strict)
+        return _Run(candidate_test_run(task_spec, tree, sandboxes, baseline), sealed)
+    finally:
+        remove_tree(tree.parent, ignore_errors=True)
+
+
+def _report_kept(component: GradeComponent, kept: list[str], sealed_whole: GradeComponent) -> None:
+    """Note in ``component`` the test edits kept in the run (SWE-bench's procedure) and what the tests gave
+    with them reset (``sealed_whole``, gradeflow's reading): the evidence of the grade's ``strict_reading``."""
+    component.details["kept_test_edits"] = kept
+    component.details["strict_reason_codes"] = ["test-edit-kept"]
+    component.details["strict_tests"] = {
+        "score": sealed_whole.score,
+        "passed": sealed_whole.passed,
+        "reason_codes": sealed_whole.reason_codes,
+    }
+    outcome = "passed" if sealed_whole.passed else f"failed ({', '.join(sealed_whole.reason_codes) or 'score'})"
+    component.details["strict_messages"] = [
+        *(f"{p}: a test edit the hidden tests do not replace, reset under gradeflow's reading" for p in kept),
+        f"tests with those edits reset: {sealed_whole.score:.2f}, {outcome}",
+    ]
+    component.messages.append(
+        f"kept in the run, as SWE-bench keeps them: {', '.join(kept)} (gradeflow's reading resets them; "
+        "the grade's strict_reading gives its verdict)"
+    )
 
 
 def _log_note(evidence: TestRunEvidence) -> str:

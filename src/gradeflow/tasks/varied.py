@@ -30,15 +30,14 @@ from functools import partial
 
 from gradeflow.config import varied_beside_main
 from gradeflow.errors import SubmissionError
-from gradeflow.graders.constraints import protected_globs
 from gradeflow.graders.tests import counts_as_passed
 from gradeflow.integrity.harness import Varied
-from gradeflow.integrity.sealing import seal_acceptance_tree
 from gradeflow.models import TaskSpec
 from gradeflow.models.evidence import TestCaseResult, TestRunEvidence, VariedRunEvidence
 from gradeflow.sandbox.base import SandboxFactory, remove_tree
 from gradeflow.sandbox.shape import Shape
 from gradeflow.tasks._junit import junit_names
+from gradeflow.tasks._sealing import seal_for_run
 from gradeflow.tasks._testrun import run_test_command, start_harness
 from gradeflow.tasks.baseline import Baseline, inject_hidden, task_sandbox, working_copy
 from gradeflow.tasks.snapshot import Snapshot
@@ -113,7 +112,7 @@ def _run(
     assert snapshot.workspace is not None
     tree = working_copy(snapshot.workspace)
     try:
-        seal_acceptance_tree(task_spec, snapshot.changes, tree, baseline.pristine, protected_globs(task_spec))
+        seal_for_run(task_spec, snapshot.changes, tree, baseline.pristine)
         try:
             hidden = inject_hidden(task_spec, tree, tree.parent / "hidden-backup")
         except (OSError, SubmissionError) as exc:
