@@ -48,6 +48,8 @@ def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         PREFECT_HOME,
         PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT,
         PREFECT_SERVER_DATABASE_TIMEOUT,
+        PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED,
+        PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED,
         temporary_settings,
     )
     from prefect.testing.utilities import prefect_test_harness
@@ -60,6 +62,11 @@ def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         PREFECT_CLIENT_MAX_RETRIES: 10,
         PREFECT_SERVER_DATABASE_TIMEOUT: 30.0,
         PREFECT_SERVER_DATABASE_CONNECTION_TIMEOUT: 30.0,
+        # Nothing in the session's tests reads the server's event log or uses an automation (the service tests
+        # that do start servers of their own): persisting each task run's events and matching them against
+        # triggers was about a fifth of the server's CPU per grade, on the same two cores as the grades.
+        PREFECT_SERVER_SERVICES_EVENT_PERSISTER_ENABLED: False,
+        PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED: False,
     }
     with (
         temporary_settings(settings),
