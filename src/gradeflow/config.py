@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -84,12 +85,32 @@ def varied_beside_main() -> bool:
     ``after``: once the main run is over, and only when its required tests passed (the least CPU: a failing
     candidate pays for no second run). ``beside``: at once, on the tests the main run must pass (a passing
     grade's tests step takes about one run's time; a failing one's varied run is left unread). ``auto``, the
-    default: ``beside`` while a core is idle (the one-minute load average at least one below the cores this
-    process may use), else ``after``. The verdict is the same either way."""
+    default: ``beside`` while a core is idle, else ``after``. A core is idle when nothing but this thread is
+    runnable beyond the cores the two runs leave free (the kernel's count of runnable threads, the least of
+    three samples a few milliseconds apart) and the one-minute load average is below the cores this process
+    may use less half a core: the count alone sees whether the machine is busy now, and the average alone
+    counted the caller's own grades (a loop of one-at-a-time grades holds it near one on two cores, with the
+    second core idle between them). The verdict is the same either way."""
     setting = os.environ.get("GRADEFLOW_VARIED_RUN", "auto").strip().lower() or "auto"
     if setting not in VARIED_RUN_SETTINGS:
         raise SpecError(f"GRADEFLOW_VARIED_RUN: {setting!r} is not one of {', '.join(VARIED_RUN_SETTINGS)}")
     if setting != "auto":
         return setting == "beside"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return cores >= 2 and cores - os.getloadavg()[0] >= 1.0
+    if cores < 2 or os.getloadavg()[0] > cores - 0.5:
+        return False
+    runnable = _runnable_threads()
+    return runnable is None or runnable - 1 <= cores - 2
+
+
+def _runnable_threads() -> int | None:
+    """The kernel's count of runnable threads (``/proc/loadavg``), the least of three samples; ``None`` where unread."""
+    samples = []
+    for _ in range(3):
+        try:
+            fields = Path("/proc/loadavg").read_text(encoding="ascii").split()
+            samples.append(int(fields[3].split("/")[0]))
+        except (OSError, IndexError, ValueError):
+            return None
+        time.sleep(0.002)
+    return min(samples)

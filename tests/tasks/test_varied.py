@@ -8,6 +8,7 @@ import os
 import pytest
 
 from builders import make_task
+from gradeflow import config
 from gradeflow.config import varied_beside_main
 from gradeflow.errors import InfraError, SpecError
 from gradeflow.integrity.harness import Varied
@@ -65,24 +66,35 @@ def test_a_varied_run_draws_a_script_name_and_more_recursion_room() -> None:
 
 
 @pytest.mark.parametrize(
-    ("setting", "cores", "load", "beside"),
+    ("setting", "cores", "load", "runnable", "beside"),
     [
-        ("auto", 2, 0.5, True),  # a core to spare
-        ("auto", 2, 1.2, False),  # less than one idle core
-        ("auto", 1, 0.0, False),  # one core: the varied run would take the main run's
-        ("AUTO", 8, 6.9, True),
-        ("", 4, 0.0, True),  # unset or empty: auto
-        ("beside", 2, 9.0, True),
-        ("after", 8, 0.0, False),
+        ("auto", 2, 0.5, 1, True),  # a core to spare
+        ("auto", 2, 1.2, 1, True),  # one-at-a-time grades hold the average near one; the second core is idle now
+        ("auto", 2, 1.2, 2, False),  # another thread runnable now: no idle core
+        ("auto", 2, 1.6, 1, False),  # busy for the last minute, idle at this instant
+        ("auto", 1, 0.0, 1, False),  # one core: the varied run would take the main run's
+        ("AUTO", 8, 6.9, 7, True),
+        ("auto", 8, 6.9, 8, False),
+        ("auto", 2, 0.0, None, True),  # no /proc/loadavg: the average decides
+        ("", 4, 0.0, 1, True),  # unset or empty: auto
+        ("beside", 2, 9.0, 9, True),
+        ("after", 8, 0.0, 1, False),
     ],
 )
 def test_where_the_varied_run_starts_follows_the_setting_and_the_idle_cores(
-    setting: str, cores: int, load: float, beside: bool, monkeypatch: pytest.MonkeyPatch
+    setting: str, cores: int, load: float, runnable: int | None, beside: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GRADEFLOW_VARIED_RUN", setting)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cores)))
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(config, "_runnable_threads", lambda: runnable)
     assert varied_beside_main() is beside
+
+
+def test_the_runnable_count_is_read_from_the_kernel() -> None:
+    """This thread is runnable while it reads, so the count is at least one (Linux's ``/proc/loadavg``)."""
+    found = config._runnable_threads()
+    assert found is not None and found >= 1
 
 
 def test_a_malformed_varied_run_setting_names_the_variable_and_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
