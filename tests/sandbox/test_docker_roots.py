@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from gradeflow import grade
-from gradeflow.cli import main
 from gradeflow.environments.roots import Root, RootRecipe, stat_digest
 from gradeflow.errors import SpecError
 from gradeflow.models import EnvironmentSpec
+from gradeflow.sandbox._docker_on_root import private_environment
 from gradeflow.sandbox._docker_root import _root_tar, root_image, root_image_tag
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.spec import load_task
@@ -163,15 +163,78 @@ def test_a_root_goes_in_with_the_sandbox_user_and_python_and_without_its_devices
     assert members["usr/local/bin/python"].issym() and members["usr/local/bin/python"].linkname == "/usr/bin/python3"
 
 
-def test_what_docker_cannot_do_on_a_debian_root_is_refused_at_load_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+HELPER = {
+    "vendor/helper/setup.py": "from setuptools import setup\n\nsetup(name='helper', py_modules=['helper'])\n",
+    "vendor/helper/helper.py": "VALUE = 42\n",
+    "tests/test_env.py": "import os\n\nimport helper\nimport pytest\n\n\ndef test_setup_installed_helper():\n"
+    "    assert helper.VALUE == 42 and helper.__file__.startswith('/gradeflow/env/')\n\n\n"
+    "def test_the_environment_is_read_only():\n    with pytest.raises(OSError):\n"
+    "        open(os.path.join(os.path.dirname(helper.__file__), 'planted.py'), 'w')\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.usefixtures("prefect")
+def test_setup_on_a_bullseye_root_is_built_once_and_mounted_read_only_under_docker(
+    tmp_path: Path, docker_client: Any, no_leftovers: None
 ) -> None:
+    del docker_client, no_leftovers
+    setup = 'pip install -q --no-deps --no-index --no-build-isolation ./vendor/helper && echo built >> "$HOME/builds"'
+    path = _task(tmp_path, environment={**BULLSEYE, "sandbox": "docker"}, setup=setup)
+    for name, text in HELPER.items():
+        (tmp_path / "repo" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "repo" / name).write_text(text)
+    spec = yaml.safe_load(path.read_text())
+    spec["tests"]["pass_to_pass"] += [
+        "tests/test_env.py::test_setup_installed_helper",
+        "tests/test_env.py::test_the_environment_is_read_only",
+    ]
+    path.write_text(yaml.safe_dump(spec))
+    task = load_task(path)
+    fixed = grade(task, patch=FIX, sandbox="docker")
+    assert (fixed.status, fixed.passed, fixed.reason_codes) == ("graded", True, []), fixed.summary()
+    assert fixed.environment is not None and fixed.environment.task_environment is not None
+    wrong = grade(task, patch=WRONG, sandbox="docker")
+    assert (wrong.status, wrong.passed) == ("graded", False), wrong.summary()
+    from gradeflow.config import cache_dir
+
+    environment = list(cache_dir().glob(f"baselines/{task.task_id}-*/environment/layers"))
+    assert len(environment) == 1  # one build, shared by both grades
+    assert (environment[0] / "home" / "builds").read_text() == "built\n"
+    assert (environment[0] / "env" / "lib" / "python3.9" / "site-packages" / "helper.py").is_file()
+
+
+def test_what_docker_cannot_do_on_a_debian_root_is_refused_at_load_in_one_line() -> None:
     with pytest.raises(SpecError, match=r"environment.image .* and environment.root debian:bullseye .* keep one"):
         sandbox_factory(EnvironmentSpec(root="debian:bullseye", image="gradeflow-python:bookworm"), "docker")
     with pytest.raises(SpecError, match="local sandbox cannot run on it"):
         sandbox_factory(EnvironmentSpec(root="debian:bullseye"), "local")
-    path = _task(tmp_path, environment=BULLSEYE, setup="pip install six")
-    (tmp_path / "empty.diff").write_text("")
-    assert main(["grade", str(path), "--patch", str(tmp_path / "empty.diff"), "--sandbox", "docker"]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "setup" in lines[0] and "debian:bullseye" in lines[0] and "isolated" in lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again(
+    tmp_path: Path, docker_client: Any, no_leftovers: None
+) -> None:
+    del docker_client, no_leftovers
+    layer = tmp_path / "layers" / "env"
+    with tarfile.open(fileobj=private_environment("3.9")) as tar:
+        tar.extractall(layer, filter="tar")
+    (layer / "lib" / "python3.9" / "site-packages" / "helper.py").write_text("VALUE = 42\n")
+    for folder in (tmp_path, tmp_path / "layers", layer):
+        folder.chmod(0o755)
+    (tmp_path / "ws").mkdir()
+    factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
+    show = "python -c 'import sys, helper; print(sys.prefix, helper.VALUE)'; touch /gradeflow/env/planted"
+    with factory, factory.open(tmp_path / "ws") as sandbox:
+        fresh = sandbox.run("python -c 'import sys; print(sys.prefix)'; pip --version", env={}, timeout=60)
+        sandbox.mount_environment({"env": layer}, {}, 0)
+        mounted = sandbox.run(show, env={}, timeout=60)
+        sandbox.export_workspace(tmp_path / "ws.tar")
+        sandbox.import_workspace(tmp_path / "ws.tar")  # the perf step's fresh container
+        again = sandbox.run(show, env={}, timeout=60)
+    assert fresh.exit_code == 0 and fresh.stdout.startswith("/gradeflow/env\n") and "python 3.9" in fresh.stdout
+    for done in (mounted, again):
+        assert done.stdout == "/gradeflow/env 42\n" and "Read-only file system" in done.stderr, done
+    assert not (layer / "planted").exists()

@@ -19,7 +19,7 @@ from gradeflow.agents.config import ISSUE_VARIABLE, SUMMARY_FILE, SUMMARY_VARIAB
 from gradeflow.errors import SpecError
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox.base import Sandbox, SandboxFactory
-from gradeflow.sandbox.docker import DockerSandboxFactory
+from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.sandbox.isolated import IsolatedSandboxFactory
 from gradeflow.sandbox.local import LocalSandboxFactory
 
@@ -39,7 +39,7 @@ def agent_factory(task: TaskSpec, kind: str | None, *, network: bool, agent_dir:
     if agent_dir is not None:
         raise SpecError(f"--agent-dir: only the isolated sandbox shows a host folder (not {kind}); use an image")
     if kind == "docker":
-        return DockerSandboxFactory(task.environment.model_copy(update={"sandbox": "docker", "network": network}))
+        return sandbox_factory(task.environment.model_copy(update={"sandbox": "docker", "network": network}))
     if kind == "local":
         return LocalSandboxFactory()
     raise SpecError(f"--sandbox: unknown sandbox {kind!r}")

@@ -375,7 +375,7 @@ class EnvironmentSpec(_Spec):
     root: str = Field(default="host", pattern=ROOT_PATTERN)
     """What commands run on: ``host`` (this machine's system and gradeflow's Python), ``debian:<release>`` (a
     Debian root filesystem built once with debootstrap: ``bullseye`` has Python 3.9, ``bookworm`` 3.11, ``trixie``
-    3.13; the docker sandbox runs it as an image imported once per root, without ``setup``) or ``docker:<image>``
+    3.13; the docker sandbox runs it as an image imported once per root) or ``docker:<image>``
     (an image's filesystem exported once; the docker sandbox runs the image itself). The local sandbox runs on
     ``host`` only."""
     packages: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{0,99}$")]] = Field(default_factory=list)

@@ -44,9 +44,8 @@ import docker
 import docker.errors
 
 from gradeflow.config import cache_dir
-from gradeflow.environments.roots import RootRecipe, ensure_root
 from gradeflow.errors import SandboxBroken, SandboxUnavailable, SpecError
-from gradeflow.models import EnvironmentSpec, TaskSpec
+from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox._docker_cpu import CpuMeter, command_cpu, cpu_meter
 from gradeflow.sandbox._docker_disk import DF_COMMAND, disk_events, folders_full, start_watcher
 from gradeflow.sandbox._docker_engine import (
@@ -67,7 +66,6 @@ from gradeflow.sandbox._docker_engine import (
 from gradeflow.sandbox._docker_exec import finish, run_exec
 from gradeflow.sandbox._docker_files import get_file, get_tree, put_tree
 from gradeflow.sandbox._docker_io import harness_archive, owned_copy, tree_archive
-from gradeflow.sandbox._docker_root import root_image
 from gradeflow.sandbox._docker_site import harness_site_image
 from gradeflow.sandbox.base import (
     BASE_ENV,
@@ -163,7 +161,7 @@ class DockerSandbox(Sandbox):
                 image_id,
                 ["sh", "-c", _KEEPER_START, _KEEPER_CODE, str(self._settings.uid)],
                 user="0:0",
-                **self._settings.container_options(),
+                **self._container_options(),
                 **({} if self._shape is None else {"hostname": self._shape.hostname}),
             )
         except ENGINE_ERRORS as exc:
@@ -180,6 +178,14 @@ class DockerSandbox(Sandbox):
                 raise SandboxUnavailable(f"docker sandbox: cannot start over {host_workspace}: {exc}") from None
             raise
         return container
+
+    def _container_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``containers.create`` beyond the image, the command and the user."""
+        return self._settings.container_options()
+
+    def _path(self) -> str:
+        """``PATH`` of every command (the task's ``env`` may override it)."""
+        return _PATH
 
     def _put(self, container: Any, folder: str, archive: IO[bytes], *, clear: bool = False) -> None:
         """Extract ``archive`` into ``folder`` (emptied first with ``clear``) as the command user; a tree
@@ -206,7 +212,7 @@ class DockerSandbox(Sandbox):
         if self._no_room is not None:
             return CommandResult(command=command, exit_code=125, stderr=self._no_room, disk_full=True)
         argv = ["sh", "-c", _PREPARE, "gradeflow", OUTPUT_DIR, WORKSPACE, command]
-        own = {**BASE_ENV, "PATH": _PATH, "HOME": HOME_DIR, "TMPDIR": "/tmp"}
+        own = {**BASE_ENV, "PATH": self._path(), "HOME": HOME_DIR, "TMPDIR": "/tmp"}
         environment = {**own, **env} if self._shape is None else self._shape.variables(own, env)
         try:
             before = self._meter.read()
@@ -362,7 +368,8 @@ class DockerSandbox(Sandbox):
 
 
 class DockerSandboxFactory(SandboxFactory):
-    """Opens :class:`DockerSandbox` instances from one image, resolved to its id once per factory.
+    """Opens :class:`DockerSandbox` instances from one image, resolved to its id once per factory (a ``debian:``
+    root's image: :class:`~gradeflow.sandbox._docker_on_root.DockerRootSandboxFactory`).
 
     Creating a factory checks the settings only (``SpecError`` for a bad user or memory size); the
     engine is first contacted by :meth:`describe` or :meth:`open`.
@@ -372,46 +379,36 @@ class DockerSandboxFactory(SandboxFactory):
 
     def __init__(self, environment: EnvironmentSpec | None = None, *, engine_wait: float = ENGINE_WAIT) -> None:
         environment = environment or EnvironmentSpec(sandbox="docker")
+        if environment.root.startswith("debian:") and not self.runs_roots:
+            raise SpecError(f"environment.root {environment.root}: make the docker sandbox with sandbox_factory")
         self.settings = DockerSettings.from_environment(environment)
-        recipe = RootRecipe.from_spec(environment.root, environment.packages)
-        self.recipe = recipe if recipe is not None and recipe.kind == "debian" else None
-        """The ``debian:`` root whose image the containers run (``None``: ``environment.image``, a ``docker:`` root's
-        image or the default)."""
-        if self.recipe is not None and environment.image:
-            raise SpecError(
-                f"environment.image {environment.image} and environment.root {environment.root} both name what the "
-                "docker sandbox runs; keep one"
-            )
         self.engine_wait = engine_wait
         self._client: Any = None
         self._image_id: str | None = None
         self._image_name = self.settings.image
-        self._root_folder: Path | None = None
+        """The image's name as the fingerprint records it."""
         self._run_image: str | None = None
         self._lock = threading.Lock()
         self.shape: Shape | None = None
+
+    runs_roots: ClassVar[bool] = False
+    """Whether the factory runs a ``debian:`` root's image (:mod:`gradeflow.sandbox._docker_on_root`)."""
 
     def _connected(self) -> tuple[Any, str]:
         with self._lock:
             if self._client is None:
                 self._client = connect(self.engine_wait)
-            if self.recipe is not None:
-                if self._image_id is None or self._root_folder is None or not self.hold(self._root_folder):
-                    self._root_image(self._client, self.recipe)
-            elif self._image_id is None:
-                self._image_id = resolve_image(self._client, self.settings.image)
-            assert self._image_id is not None
-            return self._client, self._image_id
+            image_id = self._resolve_image(self._client)
+            if image_id != self._image_id:
+                self._image_id, self._run_image = image_id, None
+            return self._client, image_id
 
-    def _root_image(self, client: Any, recipe: RootRecipe) -> None:
-        """Resolve the image of the task's root (the root built or verified, the image imported when missing), the
-        root held from now on while the factory is open (resolved again when it was released and is gone since)."""
-        root = ensure_root(recipe)  # marks it used, so no cap removes it before it is held
-        self._root_folder = root.folder.parent
-        self.hold(self._root_folder)
-        name, image_id = root_image(client, root)
-        if image_id != self._image_id:
-            self._image_name, self._image_id, self._run_image = name, image_id, None
+    def _resolve_image(self, client: Any) -> str:
+        """The id of the image the containers run (called under the factory's lock)."""
+        return self._image_id or resolve_image(client, self.settings.image)
+
+    def _sandbox(self, client: Any, image_id: str, host_workspace: Path) -> DockerSandbox:
+        return DockerSandbox(client, self.settings, image_id, host_workspace, self.shape)
 
     def open(self, host_workspace: Path) -> DockerSandbox:
         """A sandbox over a copy of ``host_workspace``, its container of the image with the harness's site file
@@ -420,25 +417,14 @@ class DockerSandboxFactory(SandboxFactory):
         with self._lock:
             if self._run_image is None:
                 self._run_image = harness_site_image(client, image_id, self._image_name)
-        return DockerSandbox(client, self.settings, self._run_image, host_workspace, self.shape)
+            run_image = self._run_image
+        return self._sandbox(client, run_image, host_workspace)
 
     def with_network(self) -> DockerSandboxFactory:
         factory = copy.copy(self)
         factory.settings = dataclasses.replace(self.settings, network=True)
         factory._lock = threading.Lock()
         return factory
-
-    def show(self, task: TaskSpec) -> DockerSandboxFactory:
-        """This factory; ``SpecError`` for what it cannot run on a ``debian:`` root: ``setup``, whose environment
-        the isolated sandbox builds on the root and mounts read-only into every run, and the docker sandbox would
-        only copy into each container without the private environment ``pip`` installs into there."""
-        if self.recipe is not None and task.setup:
-            raise SpecError(
-                f"setup: the docker sandbox cannot build setup's environment on environment.root "
-                f"debian:{self.recipe.source} (the isolated sandbox does: grade with --sandbox isolated) "
-                f"(task {task.task_id})"
-            )
-        return self
 
     def shaped(self, shape: Shape) -> DockerSandboxFactory:
         """Sandboxes whose containers have ``shape``'s host name and whose commands a developer's variables."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gradeflow.errors import SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.models.spec import SANDBOX_KINDS
+from gradeflow.sandbox._docker_on_root import DockerRootSandboxFactory
 from gradeflow.sandbox.base import SandboxFactory
 from gradeflow.sandbox.docker import DockerSandboxFactory
 from gradeflow.sandbox.isolated import IsolatedSandboxFactory
@@ -28,6 +29,8 @@ def sandbox_factory(environment: EnvironmentSpec, override: str | None = None) -
         return IsolatedSandboxFactory(environment)
     if kind == "local":
         return LocalSandboxFactory()
+    if kind == "docker" and environment.root.startswith("debian:"):
+        return DockerRootSandboxFactory(environment)
     if kind == "docker":
         return DockerSandboxFactory(environment)
     raise SpecError(f"--sandbox: unknown sandbox {kind!r} (known: {', '.join(SANDBOX_KINDS)})")

@@ -12,9 +12,10 @@ What it left is kept in a folder beside the pristine repository:
 For the isolated sandbox the roots are also kept unpacked (``layers/<name>``, owned by one user of their
 own) and every run mounts them read-only as the lower layer of an overlay: nothing is copied, the run's
 writes land in a layer of its own that dies with it, and the few files that name setup's paths are
-rewritten into a small layer over them. Every run lays the workspace files setup made over its tree,
-except where the tree differs from the base (the candidate's own change wins); other sandboxes (docker,
-local) get their own copy of the roots, imported into the sandbox. The old paths are
+rewritten into a small layer over them. The docker sandbox on a ``debian:`` root binds the private
+environment's layer read-only into every container and copies ``HOME`` in. Every run lays the workspace files
+setup made over its tree, except where the tree differs from the base (the candidate's own change wins); other
+sandboxes (docker on an image, local) get their own copy of the roots, imported into the sandbox. The old paths are
 rewritten to the new ones in the files that named them (an editable install names the workspace; a
 console script names the environment's interpreter). The candidate's packaging (``pyproject.toml``,
 ``setup.py``, entry points) never runs and installs nothing: a patch that changes its dependencies or
