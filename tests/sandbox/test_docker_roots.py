@@ -1,4 +1,5 @@
-"""A ``debian:`` root under the docker sandbox: its image imported once per digest, a task on it graded in it."""
+"""A ``debian:`` root under the docker sandbox: its image imported once per digest, a task on it graded in it, setup's
+environment built once and mounted read-only."""
 
 from __future__ import annotations
 
