@@ -130,7 +130,7 @@ def probe():
             return 0 if value is None else value
         return stand_in
 
-    _swap(rewrite, "_gradeflow_compared", make)
+    _swap(rewrite, "_call_compared", make)
 
 
 class _NoElements:

@@ -112,7 +112,7 @@ def test_walk(pytestconfig):
         if not isinstance(plugin, types.ModuleType):
             roots.append((f"plugin {type(plugin).__name__}", plugin))
     found, functions = _walk(roots)
-    assert rewrite._gradeflow_compared.__name__ == "probe" and functions > 100
+    assert rewrite._call_compared.__name__ == "probe" and functions > 100
     assert found[:8] == []
 """
 

@@ -1,7 +1,8 @@
 """What the code under test sees of its run names no gradeflow (the isolated default, a real grade).
 
 Its variables (names and values), working folder, command line, interpreter and path, host name, account, the
-modules loaded, pytest's plugins and the import hooks: none says "gradeflow", in the main run and in the varied
+modules loaded, pytest's plugins and the import hooks, the names in pytest's assertion rewriter and the files in every
+folder of the path: none says "gradeflow", in the main run and in the varied
 run, so a patch that looks for the word cannot tell a graded run from a developer's. The grader's own
 installation (its interpreter and packages, lent read-only to a task with no root of its own) is shown at its
 host path, which may name gradeflow: that is left out (see docs/concepts/residual-risks.md).
@@ -20,6 +21,8 @@ from gradeflow.sandbox._bwrap import bwrap_path, bwrap_problem, interpreter_fold
 pytestmark = pytest.mark.slow
 
 PLAIN = """import os, pwd, socket, sys
+
+import _pytest.assertion.rewrite as rewrite
 
 
 def test_nothing_names_the_grader(request):
@@ -41,6 +44,13 @@ def test_nothing_names_the_grader(request):
         modules=" ".join(sys.modules),
         plugins=" ".join(str(name) for name, _ in request.config.pluginmanager.list_name_plugin()),
         hooks=" ".join(repr(hook) for hook in sys.meta_path),
+        rewriter=" ".join(vars(rewrite)),
+        site_files=" ".join(
+            name
+            for folder in sys.path
+            if os.path.isdir(folder) and not any(folder.startswith(s) for s in shared)
+            for name in os.listdir(folder)
+        ),
     )
     assert not sorted(what for what, text in seen.items() if names_it(text))
 """

@@ -138,7 +138,7 @@ def make_root_environment(folder: Path, python: str) -> Path:
         (folder / "bin" / name).symlink_to(f"/usr/bin/python{python}")
     site = folder / "lib" / f"python{python}" / "site-packages"
     site.mkdir(parents=True)
-    (site / "_gradeflow_harness.pth").write_text(HARNESS_HOOK)
+    (site / "_hook.pth").write_text(HARNESS_HOOK)
     write_scripts(folder)
     return folder
 

@@ -102,8 +102,8 @@ def make_private_environment(folder: Path) -> Path:
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)}))
     purelib.mkdir(parents=True, exist_ok=True)
     host = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
-    (purelib / "_gradeflow_host.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(host)))
-    (purelib / "_gradeflow_harness.pth").write_text(HARNESS_HOOK)
+    (purelib / "_host.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(host)))
+    (purelib / "_hook.pth").write_text(HARNESS_HOOK)
     write_scripts(folder)
     return folder
 
@@ -240,7 +240,7 @@ class LocalSandbox(Sandbox):
         if not layer.is_dir():
             layer.mkdir()
             hook = f"import site; site.addsitedir({str(self._scratch / 'harness')!r})\n"
-            (layer / "_gradeflow_harness.pth").write_text(hook)
+            (layer / "_hook.pth").write_text(hook)
         return layer
 
     def runs_on(self, tree: Path) -> bool:

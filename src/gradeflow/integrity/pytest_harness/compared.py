@@ -242,7 +242,7 @@ def _compared_values(workspace, record, compared_kind=None):
             "end_lineno": node.end_lineno,
             "end_col_offset": node.end_col_offset,
         }
-        helper = ast.Attribute(ast.Name("@pytest_ar", load, **at), "_gradeflow_compared", load, **at)
+        helper = ast.Attribute(ast.Name("@pytest_ar", load, **at), "_call_compared", load, **at)
         return ast.Call(helper, [node, ast.Constant(len(keys) - 1, **at)], [], **at)
 
     def probe_compare(node, path, line, done, constants=frozenset()):
@@ -458,7 +458,7 @@ def _compared_values(workspace, record, compared_kind=None):
                 break
 
     rewrite.rewrite_asserts = rewrite_asserts
-    rewrite._gradeflow_compared = probe  # type: ignore[attr-defined]
+    rewrite._call_compared = probe  # type: ignore[attr-defined]
 
     # Probed code exists only in this process: pytest's rewrite cache of the workspace's modules
     # (``__pycache__/*-pytest-*.pyc``, or under PYTHONPYCACHEPREFIX) is neither written, or a later plain pytest

@@ -134,7 +134,7 @@ def _watched_places(verdict_modules):
         (
             _pytest.assertion.rewrite,
             "_pytest.assertion.rewrite",
-            ("rewrite_asserts", "_gradeflow_compared", "_read_pyc", "_write_pyc"),
+            ("rewrite_asserts", "_call_compared", "_read_pyc", "_write_pyc"),
         )
     )
     watched_places.append((_pytest.main.Session, "Session", ("gethookproxy",)))
