@@ -51,6 +51,8 @@ NOT_CODES = {
     "gradeflow-cgroup-removal",
     "gradeflow-disk-guard",
     "gradeflow-harness-site",  # the docker image layer the harness's boot file is added in
+    "gradeflow-root",  # the docker images a debian root is imported as, and their tar stream's thread
+    "gradeflow-root-tar",
     "validation-grade",  # a Prefect task name
     "child-pid",  # a key of slirp4netns's ready message
     "hidden-backup",
