@@ -61,7 +61,7 @@ def test_commands_run_as_the_task_user_in_a_scrubbed_environment(box: DockerSand
         "TMPDIR",
         "TZ",
     }
-    assert "HOME=/gradeflow/home" in lines and "TASK_VAR=v" in lines and "PYTHONHASHSEED=0" in lines
+    assert "HOME=/home/grader" in lines and "TASK_VAR=v" in lines and "PYTHONHASHSEED=0" in lines
     assert lines[-1] == "hellohello"
 
 
@@ -242,7 +242,7 @@ def test_the_task_environment_is_carried_to_a_new_container(
     with factory.open(workspace) as box:
         assert box.run(setup, env={}, timeout=30).ok
         environment = capture_environment(box, before, tmp_path / "environment")
-    assert environment.removed == ["pkg/data.txt"] and environment.roots == {"home": "/gradeflow/home"}
+    assert environment.removed == ["pkg/data.txt"] and environment.roots == {"home": "/home/grader"}
     candidate = tmp_path / "candidate"
     shutil.copytree(pristine, candidate, symlinks=True)
     lay_workspace(environment, candidate, pristine)

@@ -51,7 +51,7 @@ def test_host_environment_variables_are_absent(grade_candidate: Grade, monkeypat
     monkeypatch.setenv("GRADEFLOW_TEST_SECRET", secret)
     probe = _f(
         f'seen = [k for k, v in os.environ.items() if k == "GRADEFLOW_TEST_SECRET" or v == "{secret}"]\n'
-        'good = os.environ.get("TASK_VAR") == "given" and os.environ["HOME"] == "/gradeflow/home"\n'
+        'good = os.environ.get("TASK_VAR") == "given" and os.environ["HOME"] == "/home/grader"\n'
         'return "ok" if good and not seen else f"saw {seen}, env {sorted(os.environ)}"',
         "import os",
     )
@@ -66,7 +66,8 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(grade_candidate: Gra
         f"../{token}",
         f"../../{token}",
         f"~/{token}",
-        f"/gradeflow/{token}",
+        f"/run/{token}",
+        f"/opt/{token}",
         f"{tempfile.gettempdir()}/{token}-host",
         str(Path.home() / token),
     ]
@@ -86,7 +87,8 @@ def test_writes_outside_the_workspace_do_not_reach_the_host(grade_candidate: Gra
             f"/tmp/*/{token}",
             f"/tmp/*/*/{token}",
             f"{Path.home()}/{token}",
-            f"/gradeflow/{token}",
+            f"/run/{token}",
+            f"/opt/{token}",
         )
         for p in glob.glob(pattern)
     ]
@@ -146,7 +148,7 @@ def test_a_report_written_before_the_run_is_never_read(grade_candidate: Grade) -
     # write its own, and makes the test command die before writing any. Setup runs on the pristine base
     # only, so the hook never runs for the candidate; and the output folder is emptied before every
     # command, so a report left by any earlier command would not be read either.
-    plant = f"open('/gradeflow/out/junit.xml', 'w').write({JUNIT_ALL_PASS!r})\n"
+    plant = f"open('/run/reports/junit.xml', 'w').write({JUNIT_ALL_PASS!r})\n"
     result = grade_candidate(
         {"setup_hook.py": plant, "src/mod.py": "import os\n\nos._exit(1)\n"}, setup="python setup_hook.py"
     )

@@ -159,7 +159,7 @@ def test_a_root_goes_in_with_the_sandbox_user_and_python_and_without_its_devices
         passwd = tar.extractfile(members["etc/passwd"]).read().decode()  # type: ignore[union-attr]
         group = tar.extractfile(members["etc/group"]).read().decode()  # type: ignore[union-attr]
     assert "dev" in members and "dev/left-by-debootstrap" not in members
-    assert passwd == "root:x:0:0:root:/root:/bin/sh\ngrader:x:1000:1000:Grader:/gradeflow/home:/bin/sh\n"
+    assert passwd == "root:x:0:0:root:/root:/bin/sh\ngrader:x:1000:1000:Grader:/home/grader:/bin/sh\n"
     assert group == "root:x:0:\ngrader:x:1000:\n"
     assert members["usr/local/bin/python"].issym() and members["usr/local/bin/python"].linkname == "/usr/bin/python3"
 
@@ -168,7 +168,7 @@ HELPER = {
     "vendor/helper/setup.py": "from setuptools import setup\n\nsetup(name='helper', py_modules=['helper'])\n",
     "vendor/helper/helper.py": "VALUE = 42\n",
     "tests/test_env.py": "import os\n\nimport helper\nimport pytest\n\n\ndef test_setup_installed_helper():\n"
-    "    assert helper.VALUE == 42 and helper.__file__.startswith('/gradeflow/env/')\n\n\n"
+    "    assert helper.VALUE == 42 and helper.__file__.startswith('/opt/venv/')\n\n\n"
     "def test_the_environment_is_read_only():\n    with pytest.raises(OSError):\n"
     "        open(os.path.join(os.path.dirname(helper.__file__), 'planted.py'), 'w')\n",
 }
@@ -227,7 +227,7 @@ def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again
         folder.chmod(0o755)
     (tmp_path / "ws").mkdir()
     factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
-    show = "python -c 'import sys, helper; print(sys.prefix, helper.VALUE)'; touch /gradeflow/env/planted"
+    show = "python -c 'import sys, helper; print(sys.prefix, helper.VALUE)'; touch /opt/venv/planted"
     with factory, factory.open(tmp_path / "ws") as sandbox:
         fresh = sandbox.run("python -c 'import sys; print(sys.prefix)'; pip --version", env={}, timeout=60)
         sandbox.mount_environment({"env": layer}, {}, 0)
@@ -235,7 +235,7 @@ def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again
         sandbox.export_workspace(tmp_path / "ws.tar")
         sandbox.import_workspace(tmp_path / "ws.tar")  # the perf step's fresh container
         again = sandbox.run(show, env={}, timeout=60)
-    assert fresh.exit_code == 0 and fresh.stdout.startswith("/gradeflow/env\n") and "python 3.9" in fresh.stdout
+    assert fresh.exit_code == 0 and fresh.stdout.startswith("/opt/venv\n") and "python 3.9" in fresh.stdout
     for done in (mounted, again):
-        assert done.stdout == "/gradeflow/env 42\n" and "Read-only file system" in done.stderr, done
+        assert done.stdout == "/opt/venv 42\n" and "Read-only file system" in done.stderr, done
     assert not (layer / "planted").exists()

@@ -43,10 +43,12 @@ ENGINE_ERRORS: tuple[type[Exception], ...] = (
 """What a failing or unreachable engine raises through the SDK."""
 API_TIMEOUT = 60
 WORKSPACE = "/workspace"
-OUTPUT_DIR = "/gradeflow/out"
-HOME_DIR = "/gradeflow/home"
-HARNESS_DIR = "/gradeflow/harness"
-WATCH_DIR = "/gradeflow/watch"
+# The container's own folders, named as a developer's machine might have them: nothing the code under test sees says
+# gradeflow (tests/sandbox/test_docker_plain.py). HOME is the home /etc/passwd gives the images' user (grader).
+OUTPUT_DIR = "/run/reports"
+HOME_DIR = "/home/grader"
+HARNESS_DIR = "/opt/pylib"
+WATCH_DIR = "/run/disk"
 WRITABLE = (WORKSPACE, OUTPUT_DIR, HOME_DIR, "/tmp", "/var/tmp")
 """The folders a command may write, each a tmpfs of ``environment.disk`` bytes."""
 _HARNESS_BYTES = 16 * 1024 * 1024

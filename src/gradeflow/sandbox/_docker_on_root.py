@@ -33,7 +33,7 @@ from gradeflow.sandbox.shape import Shape
 
 __all__ = ["ENV_DIR", "DockerRootSandbox", "DockerRootSandboxFactory"]
 
-ENV_DIR = "/gradeflow/env"
+ENV_DIR = "/opt/venv"
 """The private Python environment of a container on a root (``sys.prefix`` of its ``python``)."""
 _SCRIPT = "#!{python}\nimport sys\nfrom {module} import {function}\nsys.exit({function}())\n"
 _COPY_ERRORS: tuple[type[Exception], ...] = (*ENGINE_ERRORS, OSError, tarfile.TarError)

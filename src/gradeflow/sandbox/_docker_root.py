@@ -5,7 +5,8 @@ sandbox runs on) is streamed to the engine as a tar (``docker import``: no regis
 ``gradeflow-root:<release>-<digest12>`` and labelled with the root's full digest. On its way in it gains what the
 docker sandbox needs of an image, as ``scripts/build-image.sh`` gives its own: a ``grader`` user (1000:1000) in
 ``/etc/passwd`` and ``/etc/group``, and ``python`` on ``PATH`` (``/usr/local/bin/python``, a link to ``python3``).
-``/dev``, ``/proc`` and ``/sys`` go in empty (the engine provides them). The harness's site file is added on top
+``/dev``, ``/proc`` and ``/sys`` go in empty (the engine provides them), debootstrap's log (it names the
+host folder the root was built in) not at all. The harness's site file is added on top
 by :func:`~gradeflow.sandbox._docker_site.harness_site_image`, as for any image.
 
 Imports of one root wait on its build lock (the environment store's own), so concurrent grades, in threads or
@@ -28,18 +29,22 @@ import docker.errors
 
 from gradeflow.environments.roots import Root, locked, roots_dir, stat_digest
 from gradeflow.errors import SandboxUnavailable
-from gradeflow.sandbox._docker_engine import ENGINE_ERRORS
+from gradeflow.sandbox._docker_engine import ENGINE_ERRORS, HOME_DIR
 
 __all__ = ["ROOT_REPOSITORY", "root_image", "root_image_tag"]
 
 ROOT_REPOSITORY = "gradeflow-root"
-IMAGE_RECIPE = "1"
-"""Bumped when what an import adds to a root changes, so no image made the old way is served."""
+IMAGE_RECIPE = "2"
+"""Bumped when what an import adds to a root changes, so no image made the old way is served (2: the user's home
+is :data:`~gradeflow.sandbox._docker_engine.HOME_DIR`, no longer under ``/gradeflow``; debootstrap's log left out)."""
 _DIGEST_LABEL = "org.gradeflow.root-digest"
 _RECIPE_LABEL = "org.gradeflow.root-image"
 _USER = "grader"
 _UID = 1000
 _EMPTIED = ("dev", "proc", "sys")
+_LEFT_OUT = (("etc", "passwd"), ("etc", "group"), ("var", "log", "bootstrap.log"))
+"""Left out of the tar (the accounts files go in with the user added); debootstrap's log names the folder the root
+was built in, the grader's cache, which the code under test must not read."""
 _CHANGES = [
     "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "ENV LANG=C.UTF-8",
@@ -118,11 +123,11 @@ def _add_root(tar: tarfile.TarFile, folder: Path) -> None:
         parts = PurePosixPath(info.name).parts
         if len(parts) > 1 and parts[0] in _EMPTIED:
             return None
-        return None if parts in (("etc", "passwd"), ("etc", "group")) else info
+        return None if parts in _LEFT_OUT else info
 
     tar.add(folder, arcname=".", filter=keep)
     for name, line in (
-        ("passwd", f"{_USER}:x:{_UID}:{_UID}:Grader:/gradeflow/home:/bin/sh\n"),
+        ("passwd", f"{_USER}:x:{_UID}:{_UID}:Grader:{HOME_DIR}:/bin/sh\n"),
         ("group", f"{_USER}:x:{_UID}:\n"),
     ):
         _add_text(tar, f"etc/{name}", _with_line(folder / "etc" / name, line))

@@ -21,7 +21,8 @@ from gradeflow.sandbox._docker_engine import API_TIMEOUT, ENGINE_ERRORS, HARNESS
 
 __all__ = ["HOOK_FILE", "harness_site_image"]
 
-HOOK_FILE = "_gradeflow_harness.pth"
+HOOK_FILE = "pylib.pth"
+"""Named as an administrator's ``.pth`` for ``/opt/pylib`` might be: the code under test sees the file."""
 _HOOK = f"import site; site.addsitedir({HARNESS_DIR!r})\n".encode()
 _REPOSITORY = "gradeflow-harness-site"
 _SITE = "import site; print(site.getsitepackages()[0])"
@@ -32,7 +33,7 @@ def harness_site_image(client: Any, image_id: str, image: str) -> str:
 
     ``SandboxUnavailable`` when the engine fails or the image's ``python3`` names no site folder.
     """
-    tag = f"{_REPOSITORY}:{image_id.split(':')[-1][:16]}-{hashlib.sha256(_HOOK).hexdigest()[:8]}"
+    tag = f"{_REPOSITORY}:{image_id.split(':')[-1][:16]}-{_hook_digest()}"
     try:
         return str(client.images.get(tag).id)
     except docker.errors.ImageNotFound:
@@ -57,6 +58,11 @@ def harness_site_image(client: Any, image_id: str, image: str) -> str:
     finally:
         if container is not None:
             remove_container(container)
+
+
+def _hook_digest() -> str:
+    """The file's name and content, so that an image made with another name or content is not served."""
+    return hashlib.sha256(HOOK_FILE.encode() + b"\0" + _HOOK).hexdigest()[:8]
 
 
 def _hook_archive() -> bytes:

@@ -8,7 +8,7 @@ until signalled to kill the command user's processes. Each
 
 - the container has no network but loopback (unless ``environment.network``), bounded memory (no swap),
   CPU and process count, no capability but the keeper's ``CAP_KILL``, and ``no-new-privileges``;
-- ``output_dir`` (``/gradeflow/out``) is emptied before each command, so a report read after ``run``
+- ``output_dir`` (``/run/reports``) is emptied before each command, so a report read after ``run``
   was written by that command;
 - when a command ends, or its timeout passes, every process of the command user is killed (background
   ones included), so nothing a command left running reaches the next one. When no process can start
@@ -211,7 +211,7 @@ class DockerSandbox(Sandbox):
             raise SandboxBroken(self._broken)
         if self._no_room is not None:
             return CommandResult(command=command, exit_code=125, stderr=self._no_room, disk_full=True)
-        argv = ["sh", "-c", _PREPARE, "gradeflow", OUTPUT_DIR, WORKSPACE, command]
+        argv = ["sh", "-c", _PREPARE, "sh", OUTPUT_DIR, WORKSPACE, command]
         own = {**BASE_ENV, "PATH": self._path(), "HOME": HOME_DIR, "TMPDIR": "/tmp"}
         environment = {**own, **env} if self._shape is None else self._shape.variables(own, env)
         try:
@@ -294,7 +294,7 @@ class DockerSandbox(Sandbox):
             raise SandboxUnavailable(f"docker sandbox: cannot read {self.output_path(name)}: {exc}") from None
 
     def install_harness(self, files: dict[str, bytes]) -> str:
-        """Copy ``files`` into ``/gradeflow/harness``, owned by root: commands read them, never change them."""
+        """Copy ``files`` into ``/opt/pylib``, owned by root: commands read them, never change them."""
         container = self._live()
         try:
             with harness_archive(files) as archive:
