@@ -2,23 +2,24 @@
 
 Code under test can notice a test run without reading anything the harness watches: faulthandler is on,
 ``threading.excepthook`` and ``sys.unraisablehook`` are pytest's, the root logger has pytest's handlers,
-``sys.stdout`` is a capture object, ``__main__`` is pytest's, the CPU time already spent and the stack room
-left are a test process's, and the grader pins a hash seed. A patch that behaves only then passes its tests
-and fixes nothing for a real caller. So once the candidate's required tests passed (the fail_to_pass tests,
-or the pass_to_pass tests of a task with none), they run again through the same command and harness, each
-call in a child forked for it (fresh CPU time) where faulthandler is off, the standard hooks are Python's
-own, pytest's handlers are off the root logger (unless the test asks for ``caplog``), ``sys.stdout`` is the
-real one (unless it asks for ``capsys`` or ``capfd``), ``__main__`` and ``sys.argv`` name a script, the
-recursion limit is raised by a random amount. The session's collection runs with those marks off too (pytest's
-capture suspended while a test file's modules are imported), and the sandbox is shaped like a developer's
-machine, drawn per run (:mod:`gradeflow.sandbox.shape`: another user, host name, ``HOME`` and path of the tree,
-no ``PYTHONHASHSEED`` so Python draws one, as far as the kind of sandbox allows). A test that passed and now
-does not is ``outcome-varies-with-environment``, for a person to look at. What the harness notes in a forked call
-(the child sends it, signed, with the call's outcome) is checked against the base run like the main run's
-notes: a varied run whose record shows tampering is ``junit-tampered``. A candidate whose required tests
-failed pays nothing: no varied run. Where a core is idle (``GRADEFLOW_VARIED_RUN``), the varied run starts
-beside the main run instead of after it (:class:`VariedAhead`) and the main run's outcome decides whether it
-counts: a passing grade's tests step then takes about one run's time, not two.
+``sys.stdout`` is a capture object, warnings are recorded instead of shown, ``__main__`` is pytest's, the CPU time
+already spent and the stack room left are a test process's, and the grader pins a hash seed. A patch that behaves
+only then passes its tests and fixes nothing for a real caller. So once the candidate's required tests passed (the
+fail_to_pass tests, or the pass_to_pass tests of a task with none), they run again through the same command and
+harness, each call in a child forked for it (fresh CPU time) where faulthandler is off, the standard hooks are
+Python's own, pytest's handlers are off the root logger (unless the test asks for ``caplog``), ``sys.stdout`` is
+the real one (unless it asks for ``capsys`` or ``capfd``), a warning is shown as Python shows it (unless it asks
+for ``recwarn``), ``__main__`` and ``sys.argv`` name a script, the recursion limit is raised by a random amount.
+The session's collection runs with those marks off too (pytest's capture suspended while a test file's modules are
+imported), and the sandbox is shaped like a developer's machine, drawn per run (:mod:`gradeflow.sandbox.shape`:
+another user, host name, ``HOME`` and path of the tree, no ``PYTHONHASHSEED`` so Python draws one, as far as the
+kind of sandbox allows). A test that passed and now does not is ``outcome-varies-with-environment``, for a person
+to look at. What the harness notes in a forked call (the child sends it, signed, with the call's outcome) is
+checked against the base run like the main run's notes: a varied run whose record shows tampering is
+``junit-tampered``. A candidate whose required tests failed pays nothing: no varied run. Where a core is idle
+(``GRADEFLOW_VARIED_RUN``), the varied run starts beside the main run instead of after it (:class:`VariedAhead`)
+and the main run's outcome decides whether it counts: a passing grade's tests step then takes about one run's time,
+not two.
 """
 
 from __future__ import annotations

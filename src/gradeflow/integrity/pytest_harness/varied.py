@@ -1,5 +1,6 @@
 """The varied run (``_varied_calls``): each selected test's call runs in a child forked for it with pytest's marks on
-the process taken off (faulthandler, the exception hooks, the root logger's handlers, captured streams,
+the process taken off (faulthandler, the exception hooks, the root logger's handlers, captured streams, warnings
+recorded instead of shown,
 ``__main__``, ``sys.argv``, pytest's variables, the recursion limit; ``_relabel_command_line``: the command line the
 kernel shows), runs the checks made after every call, and
 sends its outcome and notes to the parent in one message signed with the run's key; the audit's notes are sent as
@@ -56,10 +57,15 @@ def _varied_calls(settings, outcomes, sign, record, checks, relay, file_collecto
     import sys
     import threading
     import types
+    import warnings
 
     main_file, extra = str(settings.get("main") or "main.py"), max(int(settings.get("recursion") or 0), 0)
     # Python's own thread hook: ``threading.__excepthook__`` from 3.10, ``_thread._excepthook`` before.
     thread_hook = getattr(threading, "__excepthook__", None) or _thread._excepthook
+    # Python's own way of showing a warning, taken before pytest records warnings around each test (it puts a
+    # list's ``append`` in its place): a call in a plain process shows them, it does not record them.
+    shown = warnings._showwarnmsg_impl  # type: ignore[attr-defined]
+    show_warning = shown if isinstance(shown, types.FunctionType) else None
     skip_exception, xfail_exception = outcomes
     fork, pipe, read, write, close, waitpid, exit_ = os.fork, os.pipe, os.read, os.write, os.close, os.waitpid, os._exit
     fstat, lost, relayed_most = os.fstat, 70, 32
@@ -81,6 +87,8 @@ def _varied_calls(settings, outcomes, sign, record, checks, relay, file_collecto
         threading.excepthook = thread_hook
         sys.unraisablehook = sys.__unraisablehook__
         sys.excepthook = sys.__excepthook__
+        if show_warning is not None and "recwarn" not in names:
+            warnings._showwarnmsg_impl = show_warning  # type: ignore[attr-defined]
         if "caplog" not in names:
             root = logging.getLogger()
             for handler in list(root.handlers):
@@ -128,12 +136,15 @@ def _varied_calls(settings, outcomes, sign, record, checks, relay, file_collecto
             getattr(sys, "orig_argv", None),
             sys.getrecursionlimit(),
             {name: environ[name] for name in marking_variables if name in environ},
+            warnings._showwarnmsg_impl,  # type: ignore[attr-defined]
         )
 
     def put_back(saved):
         enabled, thread_hook, unraisable, excepthook, handlers, out, err, main, main_vars, argv, orig, limit, env = (
-            saved
+            saved[:-1]
         )
+        show = saved[-1]
+        warnings._showwarnmsg_impl = show  # type: ignore[attr-defined]
         if enabled and sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
         threading.excepthook, sys.unraisablehook, sys.excepthook = thread_hook, unraisable, excepthook
