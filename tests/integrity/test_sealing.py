@@ -71,6 +71,13 @@ BASE = {
         ),
         ("evil.egg-info/entry_points.txt", "[pytest11]\nx = evil\n", [("evil.egg-info/entry_points.txt", "file")]),
         ("src/evil.pth", "import evil\n", [("src/evil.pth", "file")]),
+        # Python finds metadata folders and .pth files whatever their case.
+        (
+            "src/Evil.DIST-INFO/entry_points.txt",
+            "[pytest11]\nx = evil\n",
+            [("src/Evil.DIST-INFO/entry_points.txt", "file")],
+        ),
+        ("src/EVIL.PTH", "import evil\n", [("src/EVIL.PTH", "file")]),
         ("src/sitecustomize.py", "import evil\n", [("src/sitecustomize.py", "file")]),
         ("usercustomize.py", "import evil\n", [("usercustomize.py", "file")]),
         # The package form loads at start-up just the same.
@@ -168,6 +175,15 @@ def test_the_acceptance_tree_is_sealed_whole(tmp_path: Path) -> None:
         (["test_calc.py::test_div"], {"test_calc.py": ""}, []),  # beside the source: reset file by file
         (["src/test_calc.py::test_div"], {"src/test_calc.py": ""}, []),
         (["testing/test_a.py::t", "tests/test_b.py::t"], {}, ["testing", "tests"]),
+        # Every other folder named tests or test: support code the tests may import from it.
+        (
+            ["tests/test_calc.py::test_div"],
+            {"tests/test_calc.py": "", "src/pkg/tests/__init__.py": "", "src/other/test/helpers.py": ""},
+            ["src/other/test", "src/pkg/tests", "tests"],
+        ),
+        (["tests/test_calc.py::test_div"], {"src/pkg/tests/unit/tests/x.py": ""}, ["src/pkg/tests", "tests"]),
+        # A library module named testing (numpy.testing) is not a tests folder unless the task's tests are in it.
+        (["tests/test_calc.py::test_div"], {"src/pkg/testing/utils.py": ""}, ["tests"]),
     ],
 )
 def test_test_folders_are_the_folders_holding_the_tasks_tests(
@@ -314,3 +330,15 @@ def test_under_fail_no_test_edit_is_kept(tmp_path: Path) -> None:
     pristine, tree, changes = _trees(tmp_path, BASE, {"tests/helpers.py": "def one():\n    return 2\n"})
     assert kept_test_edits(_task(), changes, tree, pristine, [], {"tests/test_calc.py"}) == []
     assert seal_acceptance_tree(_task(), changes, tree, pristine, []) == {"tests/helpers.py": "test folder"}
+
+
+def test_a_helper_in_another_tests_folder_is_reset_under_fail_and_kept_and_named_under_reset(tmp_path: Path) -> None:
+    """The hidden tests import assertion helpers from a tests folder of the package, not their own folder."""
+    base = {**BASE, "src/pkg/tests/__init__.py": "def assert_eq(a, b):\n    assert a == b\n"}
+    patch: dict[str, str | None] = {"src/pkg/tests/__init__.py": "def assert_eq(a, b):\n    pass\n"}
+    pristine, tree, changes = _trees(tmp_path, base, patch)
+    assert seal_acceptance_tree(_task(), changes, tree, pristine, []) == {"src/pkg/tests/__init__.py": "test folder"}
+    assert (tree / "src/pkg/tests/__init__.py").read_text() == base["src/pkg/tests/__init__.py"]
+    pristine, tree, changes = _trees(tmp_path / "reset", base, patch)
+    task = _task(hidden_edits="reset")
+    assert kept_test_edits(task, changes, tree, pristine, [], {"tests/test_calc.py"}) == ["src/pkg/tests/__init__.py"]

@@ -4,7 +4,8 @@ What is sealed (reset to the base in every run's tree):
 
 * **test folders**: every folder holding a test file the task's ids name or one matching
   ``tests.test_files`` on the base, when the folder is a tests folder by name (a ``test``/``tests``/
-  ``testing`` part, or ``test_*``/``*_tests``), helpers and ``__init__.py`` included. Test files that
+  ``testing`` part, or ``test_*``/``*_tests``), helpers and ``__init__.py`` included; and every other
+  folder of the base named ``tests`` or ``test`` (test support code the tests may import). Test files that
   sit beside the source are reset one by one instead. Test files and ``conftest.py`` files the patch
   adds anywhere are removed from the acceptance run.
 * **under** ``tests.hidden_edits: reset`` (SWE-bench's procedure) the test folders are not sealed whole:
@@ -98,7 +99,8 @@ def infrastructure_edits(
     for path in sorted({p for c in changes for p in (c.path, c.old_path) if p}):
         if matches_any(path, task_spec.tests.infrastructure_editable):
             continue
-        if matches_any(path, whole):
+        # Python finds metadata folders and .pth files whatever their case (``Plugin.DIST-INFO`` loads as well).
+        if matches_any(path, whole) or matches_any(path.lower(), INFRASTRUCTURE):
             edits.append(InfraEdit(path=path, what="file"))
         elif PurePosixPath(path).name in SECTIONS:
             edits += [InfraEdit(path=path, what=what) for what in sections_differ(tree / path, pristine / path)]
@@ -175,11 +177,30 @@ def _test_resets(
 
 
 def folders_to_seal(task_spec: TaskSpec, pristine: Path) -> list[str]:
-    """Folders reset whole: those holding the task's test files that are tests folders by name."""
+    """Folders reset whole: those holding the task's test files that are tests folders by name, and every folder
+    of the base named ``tests`` or ``test`` (test support code the named tests may import from another tests
+    folder: ``src/pkg/tests/__init__.py``'s assertion helpers beside a top-level ``tests/``)."""
     named = [file_of_test_id(t) for t in [*task_spec.tests.fail_to_pass, *task_spec.tests.pass_to_pass]]
-    files = {f for f in named if f} | set(_base_test_files(pristine, tuple(task_spec.tests.test_files)))
-    tests = sorted({folder for f in files if (folder := _tests_folder(PurePosixPath(f).parent))})
-    return [f for f in tests if not any(f != o and PurePosixPath(f).is_relative_to(o) for o in tests)]
+    globs = tuple(task_spec.tests.test_files)
+    walked = _base_test_files(pristine, (*globs, *_SUPPORT_GLOBS))  # one walk for both
+    files = {f for f in named if f} | {f for f in walked if matches_any(f, globs)}
+    tests = {folder for f in files if (folder := _tests_folder(PurePosixPath(f).parent))}
+    tests |= _support_folders(walked)
+    return [f for f in sorted(tests) if not any(f != o and PurePosixPath(f).is_relative_to(o) for o in tests)]
+
+
+_SUPPORT_GLOBS = ("**/tests/**", "**/test/**")
+
+
+def _support_folders(files: tuple[str, ...]) -> set[str]:
+    """The outermost folder named ``tests`` or ``test`` above each of ``files``."""
+    found = set()
+    for name in files:
+        parts = PurePosixPath(name).parent.parts
+        index = next((i for i, part in enumerate(parts) if part in ("tests", "test")), None)
+        if index is not None:
+            found.add(str(PurePosixPath(*parts[: index + 1])))
+    return found
 
 
 def _base_test_files(pristine: Path, globs: tuple[str, ...]) -> tuple[str, ...]:
