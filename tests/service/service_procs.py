@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -70,15 +70,28 @@ def start(cmd: list[str], env: dict[str, str], log: Path, cwd: Path | None = Non
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
-    """Stop the process group: SIGTERM, then SIGKILL after ``timeout``."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    """Stop the process group: SIGTERM, then SIGKILL after ``timeout`` to whatever of the group is left.
+
+    The group outlives its leader when a member takes longer over SIGTERM (a ``prefect worker`` started in the
+    background of a shell retried a stopped server for minutes, into the serial timing tests)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=timeout)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _group_alive(process.pid):
+        time.sleep(0.2)
+    with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=timeout)
+    process.wait(timeout=timeout)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def base_env(home: Path, api_url: str | None = None) -> dict[str, str]:

@@ -199,8 +199,10 @@ def assert_faked_out(perf: GradeComponent, reason: str) -> None:
 def assert_honest_2x(perf: GradeComponent) -> None:
     speedup = perf.details["speedup"]
     assert isinstance(speedup, float)
-    # Half the work measures 2x; a shared 2-core machine under load moves one grade's figure by up to ~12%.
-    assert 1.75 <= speedup <= 2.25, perf
+    # Half the work measures 2x on a quiet machine; a shared 2-core machine's load has moved a docker grade's figure to
+    # 2.63x (three grades in a row, in CI's serial part), so the band only catches a distorted measurement (a fixed
+    # cost counted in, ~1x; a fake, far beyond), not the load. The score must follow the formula at any figure.
+    assert 1.5 <= speedup <= 3.0, perf
     assert perf.score == pytest.approx(perf_score(speedup, 1.15, 4.0), abs=1e-3)
     assert perf.reason_codes == ["perf-below-min-speedup"], perf
 
