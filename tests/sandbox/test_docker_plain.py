@@ -13,10 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_isolated_plain import PLAIN
-
-from gradeflow import grade
-from gradeflow.models import TaskSpec
+from test_isolated_plain import assert_plain_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -30,22 +27,4 @@ def test_a_graded_docker_run_names_no_gradeflow(
     environment: dict[str, Any], tmp_path: Path, docker_client: Any, prefect: None, no_leftovers: None
 ) -> None:
     del docker_client, prefect, no_leftovers
-    repo = tmp_path / "repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (repo / "tests" / "test_plain.py").write_text(PLAIN)
-    spec = {
-        "task_id": "plain",
-        "type": "bugfix",
-        "repo": str(repo),
-        "env": {"GRADER_FOLDERS": ""},
-        "tests": {
-            "command": "PYTHONPATH=. python -m pytest -q -p no:cacheprovider --junitxml={junit}",
-            "pass_to_pass": ["tests/test_plain.py::test_nothing_names_the_grader"],
-        },
-        "environment": environment,
-    }
-    result = grade(TaskSpec.model_validate(spec), patch="", sandbox="docker")
-    tests = result.component("tests")
-    assert result.status == "graded" and tests.passed, (result.reason_codes, tests.details, tests.messages)
-    assert tests.details["pass_to_pass"] == {"tests/test_plain.py::test_nothing_names_the_grader": "passed"}
+    assert_plain_run(tmp_path, "docker", [], environment)

@@ -11,6 +11,7 @@ host path, which may name gradeflow: that is left out (see docs/concepts/residua
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,14 +57,16 @@ def test_nothing_names_the_grader(request):
 """
 
 
-@pytest.mark.skipif(bwrap_problem() is not None, reason="bwrap cannot run here")
-def test_a_graded_run_names_no_gradeflow(tmp_path: Path, prefect: None) -> None:
+def assert_plain_run(
+    tmp_path: Path, sandbox: str, shared: list[str], environment: dict[str, Any] | None = None
+) -> None:
+    """Grade ``PLAIN`` as the pass_to_pass test of a task run in ``sandbox`` (``shared``: the grader's folders the
+    test leaves out) and assert it passed: nothing it looked at named gradeflow."""
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n")
     (repo / "tests" / "test_plain.py").write_text(PLAIN)
-    shared = [*interpreter_folders(), str(Path(bwrap_path() or "bwrap").parent)]
-    spec = {
+    spec: dict[str, Any] = {
         "task_id": "plain",
         "type": "bugfix",
         "repo": str(repo),
@@ -73,7 +76,15 @@ def test_a_graded_run_names_no_gradeflow(tmp_path: Path, prefect: None) -> None:
             "pass_to_pass": ["tests/test_plain.py::test_nothing_names_the_grader"],
         },
     }
-    result = grade(TaskSpec.model_validate(spec), patch="", sandbox="isolated")
+    if environment is not None:
+        spec["environment"] = environment
+    result = grade(TaskSpec.model_validate(spec), patch="", sandbox=sandbox)
     tests = result.component("tests")
     assert result.status == "graded" and tests.passed, (result.reason_codes, tests.details, tests.messages)
     assert tests.details["pass_to_pass"] == {"tests/test_plain.py::test_nothing_names_the_grader": "passed"}
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason="bwrap cannot run here")
+def test_a_graded_run_names_no_gradeflow(tmp_path: Path, prefect: None) -> None:
+    del prefect
+    assert_plain_run(tmp_path, "isolated", [*interpreter_folders(), str(Path(bwrap_path() or "bwrap").parent)])
