@@ -28,6 +28,7 @@ __all__ = [
     "env_cap",
     "gradeflow_version",
     "varied_beside_main",
+    "varied_run_setting",
 ]
 
 TaskType = Literal["bugfix", "feature", "refactor", "perf"]
@@ -79,6 +80,15 @@ def byte_size(value: str, where: str) -> int:
     return int(float(size.group(1)) * 1024 ** " kmgt".index(size.group(2).lower() or " "))
 
 
+def varied_run_setting() -> str:
+    """``GRADEFLOW_VARIED_RUN`` (``auto`` when unset or empty); ``SpecError`` naming it when it is none of
+    :data:`VARIED_RUN_SETTINGS`. Reads no load: a caller that only checks the setting pays nothing for it."""
+    setting = os.environ.get("GRADEFLOW_VARIED_RUN", "auto").strip().lower() or "auto"
+    if setting not in VARIED_RUN_SETTINGS:
+        raise SpecError(f"GRADEFLOW_VARIED_RUN: {setting!r} is not one of {', '.join(VARIED_RUN_SETTINGS)}")
+    return setting
+
+
 def varied_beside_main() -> bool:
     """Whether a grade starts its varied run beside the main run (``GRADEFLOW_VARIED_RUN``).
 
@@ -91,9 +101,7 @@ def varied_beside_main() -> bool:
     may use less half a core: the count alone sees whether the machine is busy now, and the average alone
     counted the caller's own grades (a loop of one-at-a-time grades holds it near one on two cores, with the
     second core idle between them). The verdict is the same either way."""
-    setting = os.environ.get("GRADEFLOW_VARIED_RUN", "auto").strip().lower() or "auto"
-    if setting not in VARIED_RUN_SETTINGS:
-        raise SpecError(f"GRADEFLOW_VARIED_RUN: {setting!r} is not one of {', '.join(VARIED_RUN_SETTINGS)}")
+    setting = varied_run_setting()
     if setting != "auto":
         return setting == "beside"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -28,7 +28,7 @@ import structlog
 from prefect.context import SettingsContext, get_settings_context
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, Settings
 
-from gradeflow.config import varied_beside_main
+from gradeflow.config import varied_run_setting
 from gradeflow.errors import SpecError
 from gradeflow.graders.composite import load_custom_grader
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
@@ -123,7 +123,7 @@ def open_session(
 ) -> Session:
     """Check everything that is the caller's to fix (``SpecError``), then resolve the session once."""
     _check_repo(task_spec)
-    varied_beside_main()  # a malformed GRADEFLOW_VARIED_RUN is the caller's to fix, before any flow runs
+    varied_run_setting()  # a malformed GRADEFLOW_VARIED_RUN is the caller's to fix, before any flow runs
     base = resolve_base(task_spec)
     for spec in task_spec.graders:  # first: loading registers the codes a profile's hard gates may name
         try:
