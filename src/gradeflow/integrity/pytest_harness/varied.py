@@ -140,10 +140,22 @@ def _varied_calls(settings, outcomes, sign, record, checks, relay, file_collecto
         )
 
     def put_back(saved):
-        enabled, thread_hook, unraisable, excepthook, handlers, out, err, main, main_vars, argv, orig, limit, env = (
-            saved[:-1]
-        )
-        show = saved[-1]
+        (
+            enabled,
+            thread_hook,
+            unraisable,
+            excepthook,
+            handlers,
+            out,
+            err,
+            main,
+            main_vars,
+            argv,
+            orig,
+            limit,
+            env,
+            show,
+        ) = saved
         warnings._showwarnmsg_impl = show  # type: ignore[attr-defined]
         if enabled and sys.__stderr__ is not None:
             faulthandler.enable(file=sys.__stderr__)
