@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradeflow.graders.base import WorkspaceView
 from gradeflow.models import ChangedFile
-from gradeflow.models.globs import matches_any
+from gradeflow.models.globs import any_matcher
 from gradeflow.sandbox.base import remove_tree
 
 __all__ = [
     "HostWorkspace",
+    "every_file",
     "inject_tree",
     "list_files",
     "matching_entries",
@@ -57,19 +59,55 @@ def list_files(root: Path, globs: list[str]) -> list[str]:
     return matching_entries(root, globs)[0]
 
 
+def every_file(root: Path) -> list[str]:
+    """Every regular file under ``root`` (no .git, no links), as :func:`list_files` orders them."""
+    return [rel for rel, link in _walk(root) if not link]
+
+
 def matching_entries(root: Path, globs: list[str]) -> tuple[list[str], list[str]]:
     """The files under ``root`` matching ``globs`` (no .git, links to folders not entered), in one walk:
     ``(regular files, links to files)``, each as sorted repository-relative paths."""
     files_found: list[str] = []
     links_found: list[str] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
-        for name in sorted(files):
-            full = Path(folder) / name
-            rel = full.relative_to(root).as_posix()
-            if matches_any(rel, globs):
-                (links_found if full.is_symlink() else files_found).append(rel)
+    match = any_matcher(tuple(globs))
+    for rel, link in _walk(root):
+        if match(rel):
+            (links_found if link else files_found).append(rel)
     return files_found, links_found
+
+
+def _walk(root: Path) -> Iterator[tuple[str, bool]]:
+    """``(repository-relative path, whether a link)`` of every file and link to a file under ``root``: a folder's
+    entries by name, its files before its subfolders', never into ``.git`` or through a link to a folder; a
+    folder that cannot be read is passed over (as ``os.walk`` does). Strings and ``os.scandir``'s cached entry
+    types, no path objects: a walk runs several times a grade over every file of the repository."""
+    pending = [""]
+    while pending:
+        folder = pending.pop()
+        try:
+            with os.scandir(os.path.join(root, folder) if folder else root) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            continue
+        prefix = f"{folder}/" if folder else ""
+        subfolders = []
+        for entry in entries:
+            if entry.is_symlink():
+                if not _is_folder(entry):
+                    yield prefix + entry.name, True
+            elif _is_folder(entry):
+                if entry.name != ".git":
+                    subfolders.append(prefix + entry.name)
+            else:
+                yield prefix + entry.name, False
+        pending.extend(reversed(subfolders))
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def restore_from(pristine: Path, workspace: Path, paths: list[str]) -> list[str]:

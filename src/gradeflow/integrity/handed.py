@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from gradeflow.integrity.files import list_files
+from gradeflow.integrity.files import every_file
 from gradeflow.integrity.sealing import folders_to_seal
 from gradeflow.models import TaskSpec
+from gradeflow.models.globs import any_matcher
 from gradeflow.models.testids import file_of_test_id
 
 __all__ = ["PLACEHOLDER", "Prior", "prior_state", "suite_sources", "withdraw"]
@@ -67,9 +68,11 @@ def suite_sources(task_spec: TaskSpec, tree: Path) -> dict[str, str]:
     """The text of ``tree``'s test modules and ``conftest.py`` files, by repository-relative path."""
     named = [file_of_test_id(t) for t in [*task_spec.tests.fail_to_pass, *task_spec.tests.pass_to_pass]]
     globs = [*_TEST_NAMES, *task_spec.tests.test_files, *(f for f in named if f)]
-    globs += [f"{folder}/**" for folder in folders_to_seal(task_spec, tree)]
+    every = every_file(tree)  # one walk of the tree, for the folders to seal and the files
+    globs += [f"{folder}/**" for folder in folders_to_seal(task_spec, tree, every)]
+    match = any_matcher(tuple(globs))
     found = {}
-    for rel in list_files(tree, globs):
-        if PurePosixPath(rel).suffix == ".py":
+    for rel in every:
+        if match(rel) and PurePosixPath(rel).suffix == ".py":
             found[rel] = (tree / rel).read_bytes().decode("utf-8", "surrogateescape")
     return found

@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path, PurePosixPath
 
 from gradeflow.integrity.files import list_files, restore_from
 from gradeflow.integrity.sections import SECTIONS, sections_differ, splice_sections
 from gradeflow.models import ChangedFile, TaskSpec
 from gradeflow.models.evidence import InfrastructureEdit as InfraEdit
-from gradeflow.models.globs import matches_any
+from gradeflow.models.globs import any_matcher, matches_any
 from gradeflow.models.testids import file_of_test_id
 
 __all__ = [
@@ -176,15 +176,18 @@ def _test_resets(
     return reset
 
 
-def folders_to_seal(task_spec: TaskSpec, pristine: Path) -> list[str]:
+def folders_to_seal(task_spec: TaskSpec, pristine: Path, files: Sequence[str] | None = None) -> list[str]:
     """Folders reset whole: those holding the task's test files that are tests folders by name, and every folder
     of the base named ``tests`` or ``test`` (test support code the named tests may import from another tests
-    folder: ``src/pkg/tests/__init__.py``'s assertion helpers beside a top-level ``tests/``)."""
+    folder: ``src/pkg/tests/__init__.py``'s assertion helpers beside a top-level ``tests/``). ``files``: every
+    regular file of ``pristine``, when the caller has walked it already."""
     named = [file_of_test_id(t) for t in [*task_spec.tests.fail_to_pass, *task_spec.tests.pass_to_pass]]
     globs = tuple(task_spec.tests.test_files)
-    walked = _base_test_files(pristine, (*globs, *_SUPPORT_GLOBS))  # one walk for both
-    files = {f for f in named if f} | {f for f in walked if matches_any(f, globs)}
-    tests = {folder for f in files if (folder := _tests_folder(PurePosixPath(f).parent))}
+    # One walk for both (a file under a tests folder by name is what the support globs match).
+    walked = _base_test_files(pristine, (*globs, *_SUPPORT_GLOBS)) if files is None else tuple(files)
+    match = any_matcher(globs)
+    test_files = {f for f in named if f} | {f for f in walked if match(f)}
+    tests = {folder for f in test_files if (folder := _tests_folder(PurePosixPath(f).parent))}
     tests |= _support_folders(walked)
     return [f for f in sorted(tests) if not any(f != o and PurePosixPath(f).is_relative_to(o) for o in tests)]
 
@@ -195,11 +198,11 @@ _SUPPORT_GLOBS = ("**/tests/**", "**/test/**")
 def _support_folders(files: tuple[str, ...]) -> set[str]:
     """The outermost folder named ``tests`` or ``test`` above each of ``files``."""
     found = set()
-    for name in files:
-        parts = PurePosixPath(name).parent.parts
+    for name in files:  # walked paths: already plain, '/'-separated (every file of a repository, so no path objects)
+        parts = name.split("/")[:-1]
         index = next((i for i, part in enumerate(parts) if part in ("tests", "test")), None)
         if index is not None:
-            found.add(str(PurePosixPath(*parts[: index + 1])))
+            found.add("/".join(parts[: index + 1]))
     return found
 
 
