@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -74,3 +75,29 @@ def test_a_base_run_recorded_by_other_harness_code_is_not_reused(calc: Path, mon
     assert baseline.harness_digest() in before
     monkeypatch.setattr(baseline, "harness_digest", lambda: "0123456789ab")
     assert baseline._cache_key(None, parameters) not in (before, "") and before != baseline._cache_key(None, parameters)
+
+
+def test_an_edit_that_puts_size_and_times_back_is_still_seen(tmp_path: Path, gradeflow_home: Path) -> None:
+    """The cached folders are checked by inode and times, not by reading every byte: an edit of the same size
+    whose modification time is set back still changes the digest (its change time cannot be set back)."""
+    del gradeflow_home
+    from gradeflow.tasks._state import inode_digest
+
+    folder = tmp_path / "cached"
+    (folder / "src").mkdir(parents=True)
+    (folder / ".git").mkdir()
+    target = folder / "src" / "calc.py"
+    target.write_text("return None\n")
+    (folder / "src" / "link").symlink_to("calc.py")
+    built = inode_digest(folder, skip_git=True)
+    assert inode_digest(folder, skip_git=True) == built  # stable while nothing changes
+    (folder / ".git" / "index").write_text("ignored")  # the repository's own files are checked by its tree
+    assert inode_digest(folder, skip_git=True) == built != inode_digest(folder)
+    times = target.stat()
+    target.write_text("return 1.00\n")  # same size, as a forged file would be
+    os.utime(target, ns=(times.st_atime_ns, times.st_mtime_ns))
+    assert target.stat().st_size == times.st_size and target.stat().st_mtime_ns == times.st_mtime_ns
+    assert inode_digest(folder, skip_git=True) != built
+    (folder / "src" / "link").unlink()
+    (folder / "src" / "link").symlink_to("other.py")
+    assert len({built, inode_digest(folder, skip_git=True), inode_digest(tmp_path / "absent")}) == 3

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gradeflow.config import cache_dir
 
-__all__ = ["data_digest", "folder_digest", "folder_digest_excluding_git"]
+__all__ = ["data_digest", "inode_digest"]
 
 _KEY_FILE = ".state-key"
 _keys: dict[Path, bytes] = {}
@@ -51,36 +51,40 @@ def data_digest(data: bytes) -> str:
     return hmac.new(_key(), data, hashlib.sha256).hexdigest()
 
 
-def folder_digest(folder: Path) -> str:
-    """The keyed digest of every entry under ``folder`` (path, kind, mode's exec bit, content or link target).
+def inode_digest(folder: Path, *, skip_git: bool = False) -> str:
+    """The keyed digest of every entry's path, kind, mode, size, inode, modification and change times (and a
+    link's target) under ``folder``, no content read: cheap enough for every use of a large cached folder.
 
-    Links are not followed; an absent folder has a digest of its own (it never matches a built one).
-    """
-    return _digest(folder, skip_git=False)
-
-
-def folder_digest_excluding_git(folder: Path) -> str:
-    """:func:`folder_digest` with the top-level ``.git`` left out."""
-    return _digest(folder, skip_git=True)
-
-
-def _digest(folder: Path, *, skip_git: bool) -> str:
+    A write, a rename, a change of mode or owner or a file put in another's place changes an entry's change
+    time, which ``utime`` cannot set back: only root can (with the clock), and root can read the key too. So
+    an edit that keeps a file's size and puts its modification time back is seen as surely as reading every
+    byte would see it (that took 0.13 s a grade on a 2,000-file repository; this takes about 0.01 s).
+    ``skip_git``: the top-level ``.git`` left out; a folder that cannot be listed counts as such."""
     mac = hmac.new(_key(), digestmod=hashlib.sha256)
     if not folder.is_dir():
         mac.update(b"absent")
         return mac.hexdigest()
-    for current, dirs, files in os.walk(folder):
-        if skip_git and current == str(folder) and ".git" in dirs:
-            dirs.remove(".git")
-        dirs.sort()
-        base = Path(current)
-        for name in sorted([*dirs, *files]):
-            path = base / name
-            info = path.lstat()
-            mac.update(f"{path.relative_to(folder).as_posix()}\0{stat.S_IFMT(info.st_mode)}\0".encode())
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        try:
+            with os.scandir(os.path.join(folder, rel) if rel else folder) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError:
+            mac.update(f"{rel}\0unreadable\n".encode(errors="surrogateescape"))
+            continue
+        prefix = f"{rel}/" if rel else ""
+        subfolders = []
+        for entry in entries:
+            if skip_git and not rel and entry.name == ".git":
+                continue
+            info = entry.stat(follow_symlinks=False)
+            where = prefix + entry.name
+            fields = (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+            mac.update(f"{where}\0{fields}\n".encode(errors="surrogateescape"))
             if stat.S_ISLNK(info.st_mode):
-                mac.update(os.readlink(path).encode(errors="surrogateescape"))
-            elif stat.S_ISREG(info.st_mode):
-                mac.update(b"x" if info.st_mode & 0o111 else b"-")
-                mac.update(hashlib.sha256(path.read_bytes()).digest())
+                mac.update(os.readlink(entry.path).encode(errors="surrogateescape"))
+            elif stat.S_ISDIR(info.st_mode):
+                subfolders.append(where)
+        pending.extend(reversed(subfolders))
     return mac.hexdigest()

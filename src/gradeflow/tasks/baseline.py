@@ -25,7 +25,7 @@ from unidiff.errors import UnidiffParseError
 
 from gradeflow.bulk import collector_paused
 from gradeflow.config import cache_dir
-from gradeflow.environments.roots import locked, stat_digest
+from gradeflow.environments.roots import locked
 from gradeflow.environments.store import touch_built, touch_used
 from gradeflow.errors import BaselineBroken, SubmissionError
 from gradeflow.integrity.files import inject_tree, list_files
@@ -46,7 +46,7 @@ from gradeflow.tasks._environment import (
 from gradeflow.tasks._git import git
 from gradeflow.tasks._patching import apply_patch
 from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
-from gradeflow.tasks._state import data_digest, folder_digest_excluding_git
+from gradeflow.tasks._state import data_digest, inode_digest
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 from gradeflow.tasks.repo import BaseRef, materialize
 
@@ -224,17 +224,18 @@ def state_digests(pristine: Path, environment: TaskEnvironment | None, record: b
     environment folder, the pickled base run."""
     digests = {"pristine": _pristine_digest(pristine), "record": data_digest(record)}
     if environment is not None:
-        # By every entry's size and time (its layers can be hundreds of megabytes), its record by content.
+        # By every entry's inode and times (its layers can be hundreds of megabytes), its record by content.
         record = (environment.folder / "environment.json").read_bytes() if environment.folder.is_dir() else b""
-        digests["environment"] = data_digest(f"{stat_digest(environment.folder)}|{data_digest(record)}".encode())
+        digests["environment"] = data_digest(f"{inode_digest(environment.folder)}|{data_digest(record)}".encode())
     return digests
 
 
 def _pristine_digest(pristine: Path) -> str:
-    # The worktree byte for byte; the repository by the tree its HEAD names (a fresh checkout of the same
-    # base has other index and pack files, never another tree).
+    # The worktree by every entry's inode and times (checked at every grade: a repository's thousands of files
+    # are not read each time); the repository by the tree its HEAD names (a fresh checkout of the same base has
+    # other index and pack files, never another tree).
     tree = git(pristine, "rev-parse", "HEAD^{tree}", check=False).stdout.decode().strip()
-    return data_digest(f"{tree}|{folder_digest_excluding_git(pristine)}".encode())
+    return data_digest(f"{tree}|{inode_digest(pristine, skip_git=True)}".encode())
 
 
 def changed_state(baseline: Baseline) -> list[str]:
