@@ -729,3 +729,50 @@ def test_a_package_path_the_base_already_used_is_forgiven(tmp_path: Path) -> Non
     base = "from pkgutil import extend_path\n\n__path__ = extend_path(__path__, __name__)\n"
     evidence = _scan(tmp_path, {"src/pkg/__init__.py": base}, {"src/pkg/__init__.py": base + "\nVERSION = 2\n"})
     assert evidence.findings == []
+
+
+_HIDDEN = "def divide(a, b):\n    return None\n"
+_SHOWN = '# -*- coding: utf-7 -*-\ndef divide(a, b):\n    raise ZeroDivisionError("b is zero")\n'
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        # What a reader sees is the fix; Python decodes a comment's +...- into a second divide that wins.
+        ("utf-7 comment", (_SHOWN + "# +AAo-" + _HIDDEN.replace("\n", "+AAo-")).encode()),
+        # A Shift JIS lead byte takes the backslash after it: the string ends early to Python, not to a reader.
+        ("shift_jis backslash", '# coding: shift_jis\nx = "\u8868"\ny = 2\n'.encode("shift_jis")),
+        ("utf-7 on line 2", b"#!/usr/bin/env python\n# vim: set fileencoding=utf-7 :\nx = 1 +AC0- 2\n"),
+    ],
+)
+def test_a_source_encoding_that_shows_readers_other_code_is_a_finding(name: str, data: bytes) -> None:
+    found = scan_file("src/calc.py", data)
+    assert found is not None and [f.kind for f in found if f.line == 0] == ["source-encoding"], name
+    assert data.decode("utf-8", errors="replace") != data.decode(found[-1].detail.split()[-1])
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'# coding: latin-1\nname = "Jos\xe9"\n',  # other letters, the same code
+        b'# -*- coding: cp1252 -*-\nquote = "\x93q\x94"\n',
+        b"# coding: utf-7\nx = 1\n",  # declared, but nothing it decodes differs
+        "# coding: utf-8\nname = 'José'\n".encode(),
+        b"\xef\xbb\xbfx = 1\n",
+    ],
+)
+def test_an_encoding_that_keeps_the_code_as_readers_see_it_is_not(data: bytes) -> None:
+    assert scan_file("src/calc.py", data) == []
+
+
+def test_python_runs_the_code_the_finding_says_readers_do_not_see(tmp_path: Path) -> None:
+    """The attack is real: the module Python imports returns None where its UTF-8 text raises."""
+    import subprocess
+    import sys
+
+    data = (_SHOWN + "# +AAo-" + _HIDDEN.replace("\n", "+AAo-")).encode()
+    (tmp_path / "calc.py").write_bytes(data)
+    assert "raise ZeroDivisionError" in data.decode("utf-8")
+    probe = "import calc; print(calc.divide(1, 0))"
+    ran = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert ran.stdout.strip() == "None"

@@ -22,9 +22,11 @@ files it did not reach in time are ``unscannable`` findings too.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import site
 import sys
+import tokenize
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -143,6 +145,8 @@ def scan_file(path: str, data: bytes, deadline: Deadline | None = None) -> list[
         found = scan_python(path, data, deadline=deadline)
         if _is_startup_module(path):
             found = [*(found or []), _startup_file(path, data)]
+        if (disguise := _source_encoding(path, data)) is not None:
+            found = [*(found or []), disguise]
         return found
     text = data.decode("utf-8", errors="replace")
     if name.endswith(".pth"):
@@ -264,6 +268,26 @@ def _startup_file(path: str, data: bytes) -> TamperFinding:
     message = f"{name} runs at every interpreter start, before the tests and their harness"
     # The content's hash is the detail, so any change to a startup file counts as added.
     return TamperFinding(path=path, line=0, kind="startup-hook", detail=f"{name} {digest}", message=message)
+
+
+def _source_encoding(path: str, data: bytes) -> TamperFinding | None:
+    """A finding when ``data`` declares a source encoding under which Python reads other ASCII than the bytes show
+    as UTF-8 (``utf-7``: ``+AAo-`` is a line break; a Shift JIS lead byte takes the backslash after it): the code
+    Python runs is then not the text every other reader sees (the diff, the quality rules, forbidden patterns, a
+    reviewer). Latin-1 or cp1252 text changes nothing a reader could miss: its ASCII is the same either way."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        python_reads = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return None  # an unknown declaration or bytes it cannot decode: Python cannot run the file either
+    if _ascii(python_reads) == _ascii(data.decode("utf-8", errors="replace")):
+        return None
+    message = f"declares the source encoding {encoding}, under which Python reads other code than the file's text shows"
+    return TamperFinding(path=path, line=0, kind="source-encoding", detail=f"encoding {encoding}", message=message)
+
+
+def _ascii(text: str) -> str:
+    return text.encode("ascii", errors="ignore").decode("ascii")
 
 
 def _archive(workspace: Path, path: str) -> list[TamperFinding]:

@@ -235,13 +235,15 @@ TamperKind = Literal[
     "report-path",
     "runner-detection",
     "settrace",
+    "source-encoding",
     "startup-hook",
     "time-rebind",
     "unscannable",
 ]
 """What a tamper finding reaches for: pytest's machinery, the process's hooks, the clock, code loaders,
-whether a test runner is running (``runner-detection``: code that behaves one way under test), or an object's
-claimed class (``class-spoof``: ``isinstance`` believes a ``__class__`` that is not the object's type)."""
+whether a test runner is running (``runner-detection``: code that behaves one way under test), an object's
+claimed class (``class-spoof``: ``isinstance`` believes a ``__class__`` that is not the object's type), or a
+source encoding under which Python runs other code than the file's text shows (``source-encoding``)."""
 
 
 class TamperFinding(BaseModel):
