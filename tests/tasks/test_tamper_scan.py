@@ -115,6 +115,9 @@ FLAGGED: list[tuple[str, str, str]] = [
     ("inspect-stack", "import inspect\ninspect.stack()", "frame-walk"),
     ("walk-stack", "import traceback\ntraceback.walk_stack(None)", "frame-walk"),
     ("extract-stack", "import traceback\nwho = traceback.extract_stack()[-3].filename", "frame-walk"),
+    # The stack as text through a pipe: " in test_" in it, and no frame was touched.
+    ("faulthandler-dump", "import faulthandler, os\nr, w = os.pipe()\nfaulthandler.dump_traceback(w)\n", "frame-walk"),
+    ("faulthandler-alias", "from faulthandler import register as r\nimport signal\nr(signal.SIGUSR1, f)", "frame-walk"),
     ("stack-summary", "import traceback\ntraceback.StackSummary.extract(traceback.walk_stack(None))", "frame-walk"),
     ("inspect-trace", "import inspect\nframes = inspect.trace()", "frame-walk"),
     ("frame-globals", "def f(frame):\n    return frame.f_globals['__file__']", "frame-walk"),
@@ -281,6 +284,8 @@ FLAGGED: list[tuple[str, str, str]] = [
 
 # Ordinary library code that must not be flagged: a finding rejects the grade.
 CLEAN: list[tuple[str, str]] = [
+    # a crash handler (dumps only as the process dies) and asking whether one is on
+    ("faulthandler-enable", "import faulthandler\nfaulthandler.enable()\nprint(faulthandler.is_enabled())"),
     # reading an object's class, zero-argument super() and a class of the repository's are no spoof
     (
         "class-read",

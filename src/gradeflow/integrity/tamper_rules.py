@@ -97,6 +97,13 @@ CHAINS: dict[str, Rule] = {
     "inspect.trace": ("frame-walk", "reads the frames an exception passed through"),
     "inspect.getinnerframes": ("frame-walk", "reads the frames an exception passed through"),
     "sys._getframemodulename": ("frame-walk", "reads the module of a calling frame"),
+    # faulthandler writes every thread's call stack (each frame's file and function) to a file or pipe the code
+    # reads back, now or on a signal it sends itself: a stack read no frame attribute or audit event shows
+    # (``enable`` alone dumps only as the process dies: honest code calls it, and nothing is left to read it).
+    **{
+        f"faulthandler.{name}": ("frame-walk", "writes the call stack out, to be read back")
+        for name in ("dump_traceback", "register")  # dump_traceback_later: an os-exit finding below
+    },
     "atexit.register": ("atexit", "registers code that runs after the tests, when it can rewrite their report"),
     "atexit._run_exitfuncs": ("atexit", "runs the exit handlers by hand"),
     "threading._register_atexit": ("atexit", "registers code that runs after the tests"),
