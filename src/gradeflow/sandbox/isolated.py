@@ -74,7 +74,7 @@ from gradeflow.sandbox.base import (
     run_true_in_fresh_sandbox,
 )
 from gradeflow.sandbox.local import HARNESS_HOOK, LocalSandbox, write_scripts
-from gradeflow.sandbox.shape import Shape
+from gradeflow.sandbox.shape import MACHINE_FOLDERS, Shape
 
 __all__ = ["IsolatedSandbox", "IsolatedSandboxFactory", "IsolationSettings"]
 
@@ -225,6 +225,7 @@ class IsolatedSandbox(LocalSandbox):
             else ((str(self._scratch / "home"), self._home), (self._tree, self.workspace)),
             hostname="sandbox" if self._shape is None else self._shape.hostname,
             devices=() if self._shape is None else self._shape.devices,
+            machine_folders=() if self._shape is None else MACHINE_FOLDERS,
             machine=None if self._shape is None or settings.network else (self._shape.first_pid, self._shape.interface),
             # A disk of the sandbox's own bounds every file by filling up; a per-file limit of the same size would
             # stop the one big file just short of full (EFBIG, which Python takes as an OSError), unseen.

@@ -10,7 +10,8 @@ run: each kind of sandbox changes what it can of these and nothing an honest tes
 relative paths, the Python environment, the task's own variables):
 
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
-  ``/home/<user>/<folder>/<project>``, the variables, a machine's ``/dev`` listing (:attr:`Shape.devices`); no
+  ``/home/<user>/<folder>/<project>``, the variables, a machine's ``/dev`` listing (:attr:`Shape.devices`) and
+  root folders (``/run``, ``/mnt``: :data:`MACHINE_FOLDERS`); no
   file-size limit where cgroups bound the run; as root,
   process ids from a drawn number on and a network link beside ``lo``);
 - docker: the host name and the variables (the image's user, ``HOME`` and ``/workspace`` stay);
@@ -22,7 +23,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-__all__ = ["UNSET_VARIABLES", "Shape"]
+__all__ = ["MACHINE_FOLDERS", "UNSET_VARIABLES", "Shape"]
 
 _USERS = (
     "alex", "anna", "ben", "carlos", "chen", "dana", "david", "elena", "emma", "felix", "hana", "ivan", "jakob",
@@ -50,6 +51,9 @@ _DEVICE_NAMES = (
     "kvm", "mcelog", "mem", "port", "ppp", "psaux", "rfkill", "snapshot", "tpm0", "tpmrm0", "udmabuf", "uhid",
     "uinput", "userfaultfd", "vcs", "vcsa", "vcsu", "vga_arbiter", "vhci", "vhost-net", "vhost-vsock", "zfs",
 )  # fmt: skip
+MACHINE_FOLDERS = ("/run", "/run/lock", "/run/user", "/mnt", "/media", "/srv")
+"""Folders every machine's root has and the isolated sandbox's lacks, made empty in a shaped run (``/run`` a
+tmpfs): code that behaves only while ``/run`` is missing sees it there, as on a developer's machine."""
 UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
 Python then draws its own hash seed and caches bytecode (in the run's disposable copies), the time zone is the
