@@ -161,6 +161,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
     (COSTS, " tests     raw"): (EXCEPTED, "bench/cli_overhead.py's figures with the warm runner"),
     (COSTS, "in-process: mean"): (EXCEPTED, "bench/overhead.py's printed figures (make bench, two runs)"),
     (COSTS, "calc:"): (EXCEPTED, "bench/varied_run.py's printed figures"),
+    (COSTS, "2000 files, medians"): (EXCEPTED, "bench/tree_checks.py's printed figures"),
     (OPERATIONS, " GitHub / your harness"): (NOT_CODE, "the service drawn"),
     (OPERATIONS, "# 1. PostgreSQL behind Prefect"): ("run", STEPS + "test_the_steps_run_as_written"),
     (OPERATIONS, '{"crashed_after_s"'): (EXCEPTED, "bench/worker_kill.py's printed lines (two runs)"),
