@@ -17,18 +17,21 @@ from gradeflow.models.globs import any_matcher, matches_any
 GLOBS = ["**/test_*.py", "tests/**", "*.cfg", "./setup.py", "docs/?.md", "**/conftest.py"]
 
 
-def _by_os_walk(root: Path, globs: list[str]) -> tuple[list[str], list[str]]:
-    """The reading the walk replaced: ``os.walk`` with path objects, links to folders left out."""
-    files_found: list[str] = []
-    links_found: list[str] = []
+def _os_walk_order(root: Path) -> list[tuple[str, bool]]:
+    """The reading the walk replaced: ``os.walk`` with path objects, links to folders left out;
+    ``(relative path, whether a link)`` of every file in its order."""
+    order = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
         for name in sorted(files):
             full = Path(folder) / name
-            rel = full.relative_to(root).as_posix()
-            if matches_any(rel, globs):
-                (links_found if full.is_symlink() else files_found).append(rel)
-    return files_found, links_found
+            order.append((full.relative_to(root).as_posix(), full.is_symlink()))
+    return order
+
+
+def _by_os_walk(root: Path, globs: list[str]) -> tuple[list[str], list[str]]:
+    found = [(rel, link) for rel, link in _os_walk_order(root) if matches_any(rel, globs)]
+    return [rel for rel, link in found if not link], [rel for rel, link in found if link]
 
 
 def _awkward_tree(root: Path) -> Path:
@@ -80,19 +83,9 @@ def test_every_file_is_every_regular_file_and_no_link(tmp_path: Path) -> None:
         assert "tests/test_link.py" not in found and "tests/test_broken.py" not in found
         assert "odd\nname/test_n.py" in found and ".git-keep" in found
         assert not any(p.startswith(".git/") or "/.git/" in p or p.startswith("tests/folder_link") for p in found)
-        assert found == [p for p, _kind in _kinds(root) if _kind == "file"]
+        assert found == [rel for rel, link in _os_walk_order(root) if not link]
     finally:
         (root / "unreadable").chmod(0o755)
-
-
-def _kinds(root: Path) -> list[tuple[str, str]]:
-    order: list[tuple[str, str]] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not (Path(folder) / d).is_symlink())
-        for name in sorted(files):
-            full = Path(folder) / name
-            order.append((full.relative_to(root).as_posix(), "link" if full.is_symlink() else "file"))
-    return order
 
 
 @pytest.mark.parametrize(

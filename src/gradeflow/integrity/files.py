@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +22,7 @@ __all__ = [
     "readable_file",
     "remove_injected",
     "restore_from",
+    "tree_entries",
 ]
 
 MAX_READ_BYTES = 8 * 1024 * 1024
@@ -76,11 +77,13 @@ def matching_entries(root: Path, globs: list[str]) -> tuple[list[str], list[str]
     return files_found, links_found
 
 
-def _walk(root: Path) -> Iterator[tuple[str, bool]]:
-    """``(repository-relative path, whether a link)`` of every file and link to a file under ``root``: a folder's
-    entries by name, its files before its subfolders', never into ``.git`` or through a link to a folder; a
-    folder that cannot be read is passed over (as ``os.walk`` does). Strings and ``os.scandir``'s cached entry
-    types, no path objects: a walk runs several times a grade over every file of the repository."""
+def tree_entries(
+    root: Path, enter: Callable[[str], bool] = lambda rel: True
+) -> Iterator[tuple[str, os.DirEntry[str] | None]]:
+    """``(path relative to root, entry)`` of everything under ``root``: a folder's entries by name, then those of
+    its subfolders (real folders, never a link to one) whose path ``enter`` admits, in the same order; ``(path,
+    None)`` for a folder that cannot be listed. Strings and ``os.scandir``'s cached entry types, no path objects:
+    the repository's tree is walked several times a grade."""
     pending = [""]
     while pending:
         folder = pending.pop()
@@ -88,24 +91,35 @@ def _walk(root: Path) -> Iterator[tuple[str, bool]]:
             with os.scandir(os.path.join(root, folder) if folder else root) as listing:
                 entries = sorted(listing, key=lambda entry: entry.name)
         except OSError:
+            yield folder, None
             continue
         prefix = f"{folder}/" if folder else ""
         subfolders = []
         for entry in entries:
-            if entry.is_symlink():
-                if not _is_folder(entry):
-                    yield prefix + entry.name, True
-            elif _is_folder(entry):
-                if entry.name != ".git":
-                    subfolders.append(prefix + entry.name)
-            else:
-                yield prefix + entry.name, False
+            rel = prefix + entry.name
+            yield rel, entry
+            if _is_folder(entry, follow=False) and enter(rel):
+                subfolders.append(rel)
         pending.extend(reversed(subfolders))
 
 
-def _is_folder(entry: os.DirEntry[str]) -> bool:
+def _walk(root: Path) -> Iterator[tuple[str, bool]]:
+    """``(repository-relative path, whether a link)`` of every file and link to a file under ``root``, in
+    :func:`tree_entries`' order, never into ``.git`` or through a link to a folder; a folder that cannot be read
+    is passed over (as ``os.walk`` does)."""
+    for rel, entry in tree_entries(root, lambda rel: rel.rpartition("/")[2] != ".git"):
+        if entry is None:
+            continue
+        if entry.is_symlink():
+            if not _is_folder(entry, follow=True):
+                yield rel, True
+        elif not _is_folder(entry, follow=False):
+            yield rel, False
+
+
+def _is_folder(entry: os.DirEntry[str], *, follow: bool) -> bool:
     try:
-        return entry.is_dir()
+        return entry.is_dir(follow_symlinks=follow)
     except OSError:
         return False
 

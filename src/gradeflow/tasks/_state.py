@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from gradeflow.config import cache_dir
+from gradeflow.integrity.files import tree_entries
 
 __all__ = ["data_digest", "inode_digest"]
 
@@ -64,27 +65,15 @@ def inode_digest(folder: Path, *, skip_git: bool = False) -> str:
     if not folder.is_dir():
         mac.update(b"absent")
         return mac.hexdigest()
-    pending = [""]
-    while pending:
-        rel = pending.pop()
-        try:
-            with os.scandir(os.path.join(folder, rel) if rel else folder) as listing:
-                entries = sorted(listing, key=lambda entry: entry.name)
-        except OSError:
-            mac.update(f"{rel}\0unreadable\n".encode(errors="surrogateescape"))
+    for where, entry in tree_entries(folder, lambda rel: not (skip_git and rel == ".git")):
+        if entry is None:
+            mac.update(f"{where}\0unreadable\n".encode(errors="surrogateescape"))
             continue
-        prefix = f"{rel}/" if rel else ""
-        subfolders = []
-        for entry in entries:
-            if skip_git and not rel and entry.name == ".git":
-                continue
-            info = entry.stat(follow_symlinks=False)
-            where = prefix + entry.name
-            fields = (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
-            mac.update(f"{where}\0{fields}\n".encode(errors="surrogateescape"))
-            if stat.S_ISLNK(info.st_mode):
-                mac.update(os.readlink(entry.path).encode(errors="surrogateescape"))
-            elif stat.S_ISDIR(info.st_mode):
-                subfolders.append(where)
-        pending.extend(reversed(subfolders))
+        if skip_git and where == ".git":
+            continue
+        info = entry.stat(follow_symlinks=False)
+        fields = (info.st_mode, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns)
+        mac.update(f"{where}\0{fields}\n".encode(errors="surrogateescape"))
+        if stat.S_ISLNK(info.st_mode):
+            mac.update(os.readlink(entry.path).encode(errors="surrogateescape"))
     return mac.hexdigest()
