@@ -113,9 +113,9 @@ class View:
     devices: tuple[tuple[str, str | None], ...] = field(default=())
     """More entries of ``/dev`` besides bwrap's few devices: ``(name, None)`` an empty folder, ``(name, target)``
     a symbolic link (a shaped run's machine, :attr:`~gradeflow.sandbox.shape.Shape.devices`)."""
-    machine_folders: tuple[str, ...] = field(default=())
-    """Folders of a machine's root the sandbox's lacks, made empty (a shaped run's: ``/run`` a tmpfs of its own,
-    :data:`~gradeflow.sandbox.shape.MACHINE_FOLDERS`)."""
+    machine_folders: tuple[tuple[str, bool], ...] = field(default=())
+    """``(folder, whether a tmpfs)``: folders of a machine's root the sandbox's lacks, made empty in this order (a
+    shaped run's, :data:`~gradeflow.sandbox.shape.MACHINE_FOLDERS`)."""
     machine: tuple[int, str] | None = None
     """As root, ``(pid, interface)``: the command's processes are numbered from ``pid`` on (not from 2), and the
     network namespace has a link named ``interface`` besides ``lo`` (a veth pair of its own, leading nowhere)."""
@@ -321,14 +321,14 @@ class BwrapContainment:
         args += ["--proc", "/proc", "--dev", "/dev"]
         for name, pointing in view.devices:
             args += ["--dir", f"/dev/{name}"] if pointing is None else ["--symlink", pointing, f"/dev/{name}"]
-        for folder in view.machine_folders:
-            args += ["--perms", "0755", "--tmpfs" if folder == "/run" else "--dir", folder]
+        for folder, tmpfs in view.machine_folders:
+            args += ["--perms", "0755", "--tmpfs" if tmpfs else "--dir", folder]
         if view.tmp is not None:
             args += ["--bind", view.tmp, "/tmp"]
         else:
             args += ["--size", str(view.disk)] if view.disk is not None else []
             args += ["--perms", "1777", "--tmpfs", "/tmp"]
-        made = {"/", "/tmp", "/proc", "/dev", *view.read_only, *view.machine_folders}
+        made = {"/", "/tmp", "/proc", "/dev", *view.read_only, *(folder for folder, _ in view.machine_folders)}
         binds = [("--ro-bind", f) for f in view.read_only if f not in _SYSTEM and f not in _MERGED]
         for option, folder in [*binds, *(("--bind", f) for f in view.writable)]:
             # bwrap would make missing parents with the mode of the host's (``/root``: 0700, unreadable to

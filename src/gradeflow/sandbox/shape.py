@@ -51,9 +51,17 @@ _DEVICE_NAMES = (
     "kvm", "mcelog", "mem", "port", "ppp", "psaux", "rfkill", "snapshot", "tpm0", "tpmrm0", "udmabuf", "uhid",
     "uinput", "userfaultfd", "vcs", "vcsa", "vcsu", "vga_arbiter", "vhci", "vhost-net", "vhost-vsock", "zfs",
 )  # fmt: skip
-MACHINE_FOLDERS = ("/run", "/run/lock", "/run/user", "/mnt", "/media", "/srv")
-"""Folders every machine's root has and the isolated sandbox's lacks, made empty in a shaped run (``/run`` a
-tmpfs): code that behaves only while ``/run`` is missing sees it there, as on a developer's machine."""
+MACHINE_FOLDERS: tuple[tuple[str, bool], ...] = (
+    ("/run", True),
+    ("/run/lock", False),
+    ("/run/user", False),
+    ("/mnt", False),
+    ("/media", False),
+    ("/srv", False),
+)
+"""``(folder, whether a tmpfs of its own)``: folders every machine's root has and the isolated sandbox's lacks,
+made empty in a shaped run, in this order: code that behaves only while ``/run`` is missing sees it there, as on
+a developer's machine."""
 UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
 Python then draws its own hash seed and caches bytecode (in the run's disposable copies), the time zone is the
