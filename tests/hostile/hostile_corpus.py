@@ -427,8 +427,22 @@ def _graded_in_child(case: Case, sandbox: str, sub: Submission, prefect_env: dic
 # --- the attack without gradeflow ---------------------------------------------------------------
 
 
+UNGUARDED_TRIES = 3
+"""Plain runs an attack gets to show it works: some race pytest (a thread swapping what it collects), and on a
+busy machine one run may lose the race without the attack being a dud."""
+
+
 def unguarded_run(case: Case, scratch: Path) -> tuple[bool, str]:
-    """Plain pytest on base + patch + hidden tests, no gradeflow: (fail_to_pass all passed, what happened)."""
+    """Plain pytest on base + patch + hidden tests, no gradeflow: (fail_to_pass all passed, what happened), the
+    first run that worked of :data:`UNGUARDED_TRIES`, else the last."""
+    for _ in range(UNGUARDED_TRIES):
+        works, what = _unguarded_once(case, scratch)
+        if works:
+            break
+    return works, what
+
+
+def _unguarded_once(case: Case, scratch: Path) -> tuple[bool, str]:
     folder = Path(tempfile.mkdtemp(prefix=f"unguarded-{case.name}-", dir=scratch))
     try:
         sub = submission(case, folder)
