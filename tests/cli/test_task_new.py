@@ -72,7 +72,7 @@ def test_the_derived_task_lists_the_right_tests_and_validates(
     repo, base, _, patch = project
     out = tmp_path / "calc-add" / "task.yaml"
     argv = ["task", "new", "--repo", str(repo), "--base", base, "--reference", str(patch), "--tests", COMMAND]
-    assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
     captured = capsys.readouterr()
     assert captured.out.startswith("VALID: calc-add") and "running the tests 3x" in captured.err
     spec = yaml.safe_load(out.read_text())
@@ -97,7 +97,7 @@ def test_a_fix_commit_stands_in_for_the_reference(
     repo, base, fix, _ = project
     out = tmp_path / "by-commit" / "task.yaml"
     argv = ["task", "new", "--repo", str(repo), "--base", base, "--fix-commit", fix, "--tests", COMMAND]
-    assert main([*argv, "--repeat", "2", "--type", "feature", "--out", str(out)]) == 0, capsys.readouterr()
+    assert main([*argv, "--repeat", "2", "--type", "feature", "--out", str(out)]) == 0, capsys.readouterr().err
     spec = yaml.safe_load(out.read_text())
     assert spec["type"] == "feature" and spec["tests"]["fail_to_pass"] == ["tests/test_add.py::test_add"]
 

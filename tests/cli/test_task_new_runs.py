@@ -73,7 +73,7 @@ def test_each_side_runs_repeat_times_and_the_validation_runs_nothing_more(
 ) -> None:
     repo, base, fix = calc_repository(tmp_path, {})
     out = tmp_path / "steady" / "task.yaml"
-    assert _task_new(repo, base, fix, out, repeat) == 0, capsys.readouterr()
+    assert _task_new(repo, base, fix, out, repeat) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.startswith("VALID: steady")
     # Plain: the base's runs before its baseline and the reference's before its grade. Harnessed: the baseline's
     # health check and the two validation grades, each once (at least three on the base, two with the reference),
@@ -92,7 +92,7 @@ def test_a_test_that_changes_in_the_validation_runs_is_quarantined_and_the_spec_
 ) -> None:
     repo, base, fix = calc_repository(tmp_path, {"test_shy.py": HARNESS_SHY})
     out = tmp_path / "shy" / "task.yaml"
-    assert _task_new(repo, base, fix, out, 3) == 0, capsys.readouterr()
+    assert _task_new(repo, base, fix, out, 3) == 0, capsys.readouterr().err
     captured = capsys.readouterr()
     assert captured.out.startswith("VALID: shy")
     assert "a test changed outcome in a later run" in captured.err
@@ -110,7 +110,7 @@ def test_setup_runs_once_for_the_runs_and_the_validation(
 ) -> None:
     repo, base, fix = calc_repository(tmp_path, {"test_built.py": BUILT})
     out = tmp_path / "built" / "task.yaml"
-    assert _task_new(repo, base, fix, out, 3, "--setup", SETUP) == 0, capsys.readouterr()
+    assert _task_new(repo, base, fix, out, 3, "--setup", SETUP) == 0, capsys.readouterr().err
     assert capsys.readouterr().out.startswith("VALID: built")
     assert "tests/test_built.py::test_built" in yaml.safe_load(out.read_text())["tests"]["pass_to_pass"]
     # The environment setup built for the plain runs is the written spec's: its baseline finds it, not rebuilds it.

@@ -47,7 +47,6 @@ NOT_CODES = {
     "gradeflow-local-output",
     "gradeflow-local-input",
     "gradeflow-docker-input",
-    "gradeflow-bwrap-status",
     "gradeflow-cgroup-removal",
     "gradeflow-disk-guard",
     "gradeflow-harness-site",  # the docker image layer the harness's boot file is added in

@@ -179,11 +179,13 @@ class BwrapContainment:
         self.groups = groups
         self._guard: DiskGuard | None = None
         self._full_at_end = False
+        # The wrapper writes at most two bytes ("1" on starting, "F" for a full /tmp), read once it has ended:
+        # no reader thread a loaded machine could leave unscheduled past a join's timeout.
         self._status_read, self._status_write = os.pipe()
+        os.set_blocking(self._status_read, False)
         self._uplink = Uplink() if view.network else None
         self.pass_fds: tuple[int, ...] = (self._status_write, *(self._uplink.pass_fds if self._uplink else ()))
         self._status = bytearray()
-        self._reader = threading.Thread(target=self._read_status, daemon=True, name="gradeflow-bwrap-status")
 
     def argv(self, command: str) -> list[str]:
         fd = self._status_write
@@ -204,7 +206,6 @@ class BwrapContainment:
 
     def started(self) -> None:
         os.close(self._status_write)
-        self._reader.start()
         if self._uplink is not None:
             self._uplink.start()
 
@@ -226,10 +227,9 @@ class BwrapContainment:
             self.groups.kill()
 
     def check_started(self, command: str, stderr: str) -> None:
-        """``SandboxUnavailable`` when bwrap never started the command (the shell wrote no byte)."""
-        self._reader.join(5.0)
-        with contextlib.suppress(OSError):
-            os.close(self._status_read)
+        """``SandboxUnavailable`` when bwrap never started the command (the shell wrote no byte). Called once the
+        command has ended and its processes were killed: what the wrapper wrote is in the pipe."""
+        self._read_status()
         if not self._status.startswith(b"1"):
             if self._uplink is not None and self._uplink.problem is not None:
                 raise SandboxUnavailable(f"isolated sandbox cannot start {command!r}: {self._uplink.problem}")
@@ -256,6 +256,7 @@ class BwrapContainment:
         return self.groups.cpu_seconds() if self.groups is not None else None
 
     def close(self) -> None:
+        self._read_status()
         if self._uplink is not None:
             self._uplink.close()
         if self._guard is not None:
@@ -271,9 +272,15 @@ class BwrapContainment:
             threading.Thread(target=self.groups.remove, daemon=True, name="gradeflow-cgroup-removal").start()
 
     def _read_status(self) -> None:
-        with contextlib.suppress(OSError):
+        """Take what the wrapper wrote (never waiting: a writer still alive has nothing more to say) and close the
+        pipe, once (a closed descriptor's number may be another file's by now)."""
+        if self._status_read < 0:
+            return
+        with contextlib.suppress(BlockingIOError):
             while chunk := os.read(self._status_read, 4096):
                 self._status += chunk
+        os.close(self._status_read)
+        self._status_read = -1
 
     def _limits(self) -> list[str]:
         view, limits = self.view, []
