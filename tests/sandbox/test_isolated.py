@@ -339,6 +339,40 @@ def test_a_shaped_sandboxs_dev_lists_a_machines_entries_and_reaches_no_more(
     assert int(shaped[6]) >= 35 and int(plain[6]) < 20
 
 
+_DISKS = (
+    "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME']):\n"
+    '    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev)"'
+    "; touch /made 2>/dev/null || echo root-refused"
+)
+"""The size, inode count and device of the workspace's, ``/``'s, ``/tmp``'s and ``HOME``'s file systems, one line
+each, then whether ``/`` refused a file."""
+
+
+@pytest.mark.skipif(not _disk.disk_available(), reason="sandboxes get no disk of their own here")
+def test_a_shaped_sandboxs_disk_is_the_size_of_the_machines_and_holds_its_root(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    host = os.statvfs(workspace)
+    with factory.shaped(Shape.drawn("calc")).open(workspace) as sandbox:
+        shaped = sandbox.run(_DISKS, env={}, timeout=30)
+    with factory.open(workspace) as sandbox:
+        plain = sandbox.run(_DISKS, env={}, timeout=30)
+    *disks, refused = shaped.stdout.splitlines()
+    # The workspace (an overlay over the host's tree), /, /tmp and HOME on a file system of the host's size; all
+    # but the workspace on one device, as on a machine with one disk.
+    sizes = {tuple(map(int, line.split()[:2])) for line in disks}
+    assert len(sizes) == 1 and refused == "root-refused", shaped.stdout
+    assert len({line.split()[2] for line in disks[1:]}) == 1
+    ((size, inodes),) = sizes
+    assert abs(size - host.f_blocks * host.f_frsize) < 0.01 * host.f_blocks * host.f_frsize
+    assert inodes == host.f_files or host.f_files < size // 8192
+    # The main run's disk is the task's 32 MiB, under the workspace; / is a file system of its own.
+    main = [tuple(map(int, line.split())) for line in plain.stdout.splitlines()[:4]]
+    assert main[0][0] < 64 * 1024 * 1024 and main[1][2] != main[0][2]
+
+
 def test_an_unshaped_factory_is_left_as_it_was(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
     shaped = factory.shaped(Shape.drawn("calc"))
     assert factory.shape is None and shaped.shape is not None

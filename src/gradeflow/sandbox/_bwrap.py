@@ -95,6 +95,9 @@ class View:
     """The mount point of the sandbox's own file system (:mod:`gradeflow.sandbox._disk`), which holds all the
     command can write (its room on the host's disk taken already): the command is stopped when it is full.
     ``None``: the host's disk is guarded under the folders the command writes."""
+    disk_host: str | None = None
+    """The host folder of :attr:`disk_root`'s file when that file is larger than the room taken for it (a
+    machine's size shown): the host's disk is guarded there too, as where the sandbox has no disk of its own."""
     disk_floor: tuple[int, int] = (FULL_BELOW, 1)
     """Bytes and inodes free below which :attr:`disk_root` is full (:attr:`~gradeflow.sandbox._disk.SandboxDisk.floor`:
     ``environment.disk`` taken, its headroom left)."""
@@ -122,6 +125,10 @@ class View:
     file_size_limit: bool = True
     """``disk`` is also every file's size limit (``RLIMIT_FSIZE``); off, ``/tmp``'s size and the guard on the
     host's disk remain."""
+    top: str | None = None
+    """A host folder shown as ``/`` itself, under everything else (a shaped run's, on the sandbox's own disk: ``/``
+    on the same file system as the workspace and ``/tmp``, as on a machine with one disk); ``None``: bwrap's
+    tmpfs."""
     root: str | None = None
     """A root filesystem (:mod:`gradeflow.environments.roots`) whose system folders stand in for the host's."""
     overlays: tuple[tuple[str, tuple[str, ...], str | None], ...] = field(default=())
@@ -213,7 +220,8 @@ class BwrapContainment:
         """Guard the disk while the command runs: the sandbox's own, or the host's under the folders it writes."""
         view = self.view
         if view.disk_root is not None:
-            self._guard = DiskGuard((), leader, full=(view.disk_root,), floor=view.disk_floor, kill=self.kill_all)
+            host = (view.disk_host,) if view.disk_host is not None else ()
+            self._guard = DiskGuard(host, leader, full=(view.disk_root,), floor=view.disk_floor, kill=self.kill_all)
         else:
             writable = (*view.writable, *(source for source, _ in view.moved))
             self._guard = DiskGuard(writable, leader, kill=self.kill_all)
@@ -319,7 +327,7 @@ class BwrapContainment:
 
     def _mounts(self) -> list[str]:
         view = self.view
-        args: list[str] = []
+        args: list[str] = ["--bind", view.top, "/"] if view.top is not None else []
         for folder in view.read_only:
             if folder in _SYSTEM or folder in _MERGED:
                 args += ["--ro-bind", (view.root or "") + folder, folder]

@@ -27,6 +27,12 @@ no folder that was there before the sandbox opened (``redirect_dir=off``: ``rena
 11): a median of 33 ms per sandbox for a 1 GiB disk (``fallocate``, ``mkfs``, the loop mount, the overlay, both
 unmounts, removing the file), 20-60 ms more per sandbox opened, run once and closed.
 
+A shaped run's sandbox (:mod:`gradeflow.sandbox.shape`) shows a machine's disk instead: the file is as large as
+the host's file system under the workspace, with as many inodes (:meth:`SandboxDisk.shown_as`), and sparse past
+the room taken for it, so ``statvfs`` reads the host's size where the main run's reads ``environment.disk``. Its
+file system never answers ``ENOSPC`` at the limit: the guard alone stops a command past it (a fast writer a few
+milliseconds' writes later, which land past the room taken), and the host's disk is guarded under the file too.
+
 Elsewhere (not root, no loop device or no overlayfs) the workspace, ``HOME`` and the private environment are
 folders of the host's disk, bounded per file only; :class:`DiskGuard` stops a command that takes the host's disk
 low (see :mod:`gradeflow.sandbox.isolated`). With a disk of its own, it stops a command that filled it.
@@ -101,17 +107,27 @@ class SandboxDisk:
     """Bytes and inodes free at which ``disk`` of them are taken since the file system was made (the
     :func:`headroom` and its inodes left): below either, it is full (:func:`folder_full`)."""
 
-    def __init__(self, disk: int) -> None:
+    def __init__(self, disk: int, like: Path | None = None) -> None:
+        """``like``: a host folder whose file system this one's size and inode count copy (a shaped run's disk:
+        :meth:`shown_as`), as sparse beyond the room ``disk`` takes; ``None``: just that room."""
         # Named as any temporary folder: commands see the scratch folder's path (HOME, the environment).
         self.host = Path(tempfile.mkdtemp())
         """The host folder holding the file system's file (and its mount point)."""
         self.image = self.host / "disk.ext4"
         self.root = self.host / "scratch"
         self._mounted = False
+        self.beyond_room = False
+        """The file is larger than the room taken for it on the host's disk (a machine's size shown)."""
         try:
+            room = image_size(disk)
+            size, inodes = self.shown_as(like, room) if like is not None else (room, None)
             with self.image.open("wb") as image:
-                _reserve(image.fileno(), image_size(disk))
-            _run([_tool("mke2fs"), *_MKFS, str(self.image)])
+                _reserve(image.fileno(), room)
+                if size > room:
+                    os.ftruncate(image.fileno(), size)
+                    self.beyond_room = True
+            counted = ["-N", str(inodes)] if inodes is not None else []
+            _run([_tool("mke2fs"), *_MKFS, *counted, str(self.image)])
             self.root.mkdir()
             _run([_tool("mount"), "-o", _LOOP_OPTIONS, str(self.image), str(self.root)])
             self._mounted = True
@@ -122,6 +138,23 @@ class SandboxDisk:
         except (OSError, subprocess.SubprocessError) as exc:
             self.close()
             raise SandboxUnavailable(f"isolated sandbox: cannot make its {disk}-byte disk: {exc}") from None
+
+    @staticmethod
+    def shown_as(like: Path, room: int) -> tuple[int, int | None]:
+        """The size and inode count of ``like``'s file system (what a plain run there reads with ``statvfs``), or
+        ``room`` and ext4's count where that file system is smaller or has no inode count (btrfs, some tmpfs)."""
+        try:
+            info = os.statvfs(like)
+        except OSError:
+            return room, None
+        shown = info.f_blocks * info.f_frsize
+        if shown <= room:
+            return room, None
+        # ext4's inode count for the room at one per 8 KiB is the least (the floor counts on it).
+        inodes = info.f_files if info.f_files >= room // _INODE_BYTES else None
+        # ext4 leaves its inode tables out of the size it reports: the file is that much larger.
+        tables = (inodes if inodes is not None else shown // _INODE_BYTES) * 256
+        return -(-(shown + tables) // 4096) * 4096, inodes
 
     def close(self) -> None:
         """Unmount (lazily when still busy) and remove the file system. Idempotent."""

@@ -162,7 +162,9 @@ class IsolatedSandbox(LocalSandbox):
         self._root = settings.root
         self._layers: list[tuple[str, tuple[str, ...], str]] = []
         self._as_root = os.geteuid() == 0
-        self._disk = SandboxDisk(settings.disk) if self._as_root and disk_available() else None
+        # A shaped run's disk is the size of the workspace's on the host, as a plain run there reads it.
+        like = host_workspace if shape is not None else None
+        self._disk = SandboxDisk(settings.disk, like) if self._as_root and disk_available() else None
         """The sandbox's own file system, its scratch folder (``None``: a folder on the host's disk)."""
         try:
             self._set_up(host_workspace, settings, read_only, shape)
@@ -197,6 +199,13 @@ class IsolatedSandbox(LocalSandbox):
         """The folders commands may write at their own paths: the workspace (at :attr:`workspace` when shaped),
         the output folder, ``HOME``, the private environment."""
         self._bwrap = bwrap_path() or "bwrap"
+        self._top: str | None = None
+        """A shaped run's ``/``: an empty folder of its own disk (root's, read-only to commands)."""
+        if shape is not None and self._disk is not None:
+            top = self._scratch / "top"
+            top.mkdir(mode=0o755)
+            top.chmod(0o755)
+            self._top = str(top)
 
     def _make_scratch(self) -> Path:
         return self._disk.root if self._disk is not None else super()._make_scratch()
@@ -238,6 +247,8 @@ class IsolatedSandbox(LocalSandbox):
             disk=settings.disk,
             tmp=str(self._scratch / "tmp") if bounded else None,
             disk_root=str(self._scratch) if bounded else None,
+            disk_host=str(self._disk.host) if self._disk is not None and self._disk.beyond_room else None,
+            top=self._top,
             disk_floor=self._disk.floor if self._disk is not None else View.disk_floor,
             cpu_budget=None if groups is not None and groups.cpu else math.ceil(timeout * settings.cpus),
             symlinks=self._links,
