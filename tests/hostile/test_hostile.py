@@ -42,12 +42,12 @@ def test_cases_are_well_formed() -> None:
     # Only an attack on the grader's own interpreter (shared read-only by the isolated sandbox), the task
     # whose setup needs pip (the docker image has none), an attack on pluggy's newer class layout (the
     # image has pluggy 1.0), one on pytest 8+'s folder-by-folder collection (the image has pytest 7) and
-    # those on the varied run's user, paths, /dev, root folders and disk (which only the isolated sandbox changes)
+    # those on the varied run's user, paths, /dev, root folders, /sys and disk (which only the isolated sandbox changes)
     # skip docker; only class 5 (limits only a container has) skips isolated.
     isolated_only = {c.name for c in CASES if "docker" not in c.sandboxes}
     expected = {"c2-shadow-base-plugin", "c3-rt-hookcaller-call-swap", "c3-conftest-written-at-import"}
     expected |= {"c3-vw-sandbox-user", "c3-vw-workspace-path", "c3-vw-dev-entries", "c3-vw-run-folder"}
-    expected |= {"c3-vw-disk-size"}
+    expected |= {"c3-vw-disk-size", "c3-vw-sys-absent"}
     assert isolated_only == expected | {c.name for c in CASES if c.task == "editable"}
     assert {c.klass for c in CASES if "isolated" not in c.sandboxes} <= {5}
 

@@ -339,6 +339,23 @@ def test_a_shaped_sandboxs_dev_lists_a_machines_entries_and_reaches_no_more(
     assert int(shaped[6]) >= 35 and int(plain[6]) < 20
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shaped run mounts /sys as root only")
+def test_a_shaped_sandboxs_sys_is_a_read_only_sysfs_of_its_own_network(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    probe = "ls /sys/class/net | sort | tr '\\n' ' '; echo; touch /sys/made 2>/dev/null || echo refused; ls -d /sys"
+    shape = Shape.drawn("calc")
+    with factory.shaped(shape).open(tmp_path) as sandbox:
+        shaped = sandbox.run(probe, env={}, timeout=30).stdout.splitlines()
+    with factory.open(tmp_path) as sandbox:
+        plain = sandbox.run(probe, env={}, timeout=30)
+    links = set(shaped[0].split())
+    # Its own links (lo and the shape's pair), none of the host's others (docker0, say).
+    assert "lo" in links and not links & (set(os.listdir("/sys/class/net")) - {"lo", shape.interface}), shaped
+    assert shaped[1:] == ["refused", "/sys"]
+    assert "/sys" not in plain.stdout  # the main run's root has none
+
+
 _DISKS = (
     "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME']):\n"
     '    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev)"'

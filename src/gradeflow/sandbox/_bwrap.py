@@ -392,9 +392,12 @@ class BwrapContainment:
 _MACHINE = (
     'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
     'command -v ip >/dev/null && ip link add "$2" type veth peer name "$3" 2>/dev/null && ip link set "$2" up; '
+    "[ -d /sys ] && mount -t sysfs -o ro,nosuid,nodev,noexec sysfs /sys 2>/dev/null; "
     'shift 3; exec "$@"'
 )
-"""Numbers the next processes of the pid namespace from ``$1`` on, adds link ``$2`` (peer ``$3``), runs the rest."""
+"""Numbers the next processes of the pid namespace from ``$1`` on, adds link ``$2`` (peer ``$3``), mounts a
+read-only ``/sys`` of the command's own network namespace (its links, not the host's: as docker's), runs the
+rest."""
 
 _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}

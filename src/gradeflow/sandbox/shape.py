@@ -11,7 +11,7 @@ relative paths, the Python environment, the task's own variables):
 
 - isolated: all of the above (user, uid, host name, ``/home/<user>`` as ``HOME``, the tree at
   ``/home/<user>/<folder>/<project>``, the variables, a machine's ``/dev`` listing (:attr:`Shape.devices`) and
-  root folders (``/run``, ``/mnt``: :data:`MACHINE_FOLDERS`); no
+  root folders (``/run``, ``/mnt``, ``/sys``: :data:`MACHINE_FOLDERS`); no
   file-size limit where cgroups bound the run; as root,
   process ids from a drawn number on, a network link beside ``lo``, and a disk of the host's size (the file
   system under the workspace's host folder: where the main run's is ``environment.disk``) that holds ``/``,
@@ -60,10 +60,12 @@ MACHINE_FOLDERS: tuple[tuple[str, bool], ...] = (
     ("/mnt", False),
     ("/media", False),
     ("/srv", False),
+    ("/sys", False),
 )
 """``(folder, whether a tmpfs of its own)``: folders every machine's root has and the isolated sandbox's lacks,
 made empty in a shaped run, in this order: code that behaves only while ``/run`` is missing sees it there, as on
-a developer's machine."""
+a developer's machine. ``/sys`` is then a read-only sysfs of the run's own network namespace where the sandbox
+numbers its processes (as root, without the network: :attr:`~gradeflow.sandbox._bwrap.View.machine`)."""
 UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
 Python then draws its own hash seed and caches bytecode (in the run's disposable copies), the time zone is the
