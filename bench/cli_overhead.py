@@ -3,8 +3,9 @@
 For each size, a generated repository (one module, one test file with that many tests, one of them
 fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, on the same machine:
 
-- **raw**: the task's test command run directly on the fixed tree, plugin autoload off as in a grade's
-  runs, with the interpreter that runs gradeflow (the work a grade cannot avoid);
+- **raw**: the task's test command run directly on the fixed tree as a user runs it (pytest's entry-point
+  plugins autoloaded: a grade's runs load the same ones, the base run's, by name), with the interpreter that
+  runs gradeflow (the work a grade cannot avoid);
 - **in-process**: ``gradeflow.grade()`` in this process (Prefect imported, baseline cached), minus raw,
   split into **engine** (the whole grade minus its tests step, as the result's ``timings`` has it: the
   target is ≤ 0.3 s, flat) and **tests step** (the tests step minus raw: copy, sealing, harness, parse);
@@ -100,11 +101,14 @@ def _raw(root: Path, extra: dict[str, str] | None = None) -> float:
     shutil.copytree(root / "repo", tree)
     subprocess.run(["git", "apply", str(root / "fix.diff")], cwd=tree, check=True)
     started = time.perf_counter()
-    # Plugin autoload off, as in the grade's own runs (the base's plugins are named there), and the
-    # grade's own interpreter first on PATH (a grade's ``python`` is a venv over it; PATH alone may find
-    # another Python, with another pytest, behind a pyenv shim): the difference is then gradeflow's work.
+    # The entry-point plugins autoloaded, as a user's run of the command loads them (a grade's runs load the
+    # base run's, the same ones, by name: until 2026-12 raw left them out, and a grade's figures carried their
+    # import, about 0.08 s here), and the grade's own interpreter first on PATH (a grade's ``python`` is a
+    # venv over it; PATH alone may find another Python, with another pytest, behind a pyenv shim): the
+    # difference is then gradeflow's work.
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PATH": path, **(extra or {})}
+    env = {key: value for key, value in os.environ.items() if key != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    env = {**env, "PATH": path, **(extra or {})}
     subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, env=env, capture_output=True, check=False)
     return time.perf_counter() - started
 

@@ -84,8 +84,11 @@ def test_the_summary_artifact_and_the_review_form_show_the_name_as_text(
 ) -> None:
     result = graded[2]
     published: dict[str, str] = {}
-    monkeypatch.setattr(combine, "create_table_artifact", lambda **_: None)
-    monkeypatch.setattr(combine, "create_markdown_artifact", lambda **kw: published.update(markdown=kw["markdown"]))
+
+    def post(artifacts: list[Any]) -> None:
+        published.update(markdown=next(a.data for a in artifacts if a.type == "markdown"))
+
+    monkeypatch.setattr(combine, "post_artifacts", post)
     combine.publish_artifacts(result)
     request = ReviewRequest.for_grade(
         result, content_key="k", run_id="r", ledger=None, questions=["is `this` [ok](http:x)?"], timeout_hours=1

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,3 +123,40 @@ def test_a_reward_dimension_the_grade_did_not_measure_is_an_error_not_zero(tmp_p
         env.step(Run(FIX))
         _, reward, terminated, _, info = env.step(Submit())
     assert (reward, terminated) == (1.0, True) and info["result"].dimensions == {"behavior": 1.0, "speed": None}
+
+
+def _summaries(key: str) -> int:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with get_client(sync_client=True) as client:
+        return len(client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=[key]))))
+
+
+@pytest.mark.usefixtures("prefect")
+def test_a_rewards_artifacts_are_posted_after_it_returns_and_all_there_once_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gradeflow.tasks import artifacts
+
+    released, posted = threading.Event(), list[str]()
+    post = artifacts._post
+
+    def held(batch: list[Any]) -> None:  # posts only once the test has its reward
+        assert released.wait(120)
+        post(batch)
+        posted.extend(a.key for a in batch)
+
+    monkeypatch.setattr(artifacts, "_post", held)
+    key = "grade-calc-divzero-episode-summary"
+    before = _summaries(key)
+    with RepoEnv(CALC) as env:
+        for _ in range(2):
+            env.reset()
+            env.step(Run(FIX))
+            _, reward, _, _, _ = env.step(Submit())
+            assert reward == 1.0 and posted == []  # the reward came before its artifacts
+        released.set()
+    # close waited for both episodes' artifacts: in Prefect, in order.
+    assert posted == [f"{key[:-8]}-{part}" for _ in range(2) for part in ("components", "summary")]
+    assert _summaries(key) == before + 2

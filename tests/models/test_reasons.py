@@ -48,6 +48,7 @@ NOT_CODES = {
     "gradeflow-local-input",
     "gradeflow-docker-input",
     "gradeflow-cgroup-removal",
+    "gradeflow-artifacts",  # the thread that posts a RepoEnv reward's artifacts
     "gradeflow-disk-guard",
     "gradeflow-harness-site",  # the docker image layer the harness's boot file is added in
     "gradeflow-root",  # the docker images a debian root is imported as, and their tar stream's thread

@@ -34,6 +34,7 @@ from gradeflow.logs import quiet_prefect
 from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import CommandResult, Sandbox, remove_tree
 from gradeflow.spec import load_task
+from gradeflow.tasks.artifacts import deferred_artifacts, flush_artifacts
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
 __all__ = ["Action", "InconclusiveGrade", "Observation", "Read", "RepoEnv", "Run", "Submit", "Write"]
@@ -154,7 +155,7 @@ class RepoEnv:
     ) -> tuple[Observation, dict[str, Any]]:
         """A fresh checkout in a fresh sandbox; the observation holds the issue and the file list."""
         del seed, options  # the checkout is deterministic
-        self.close()
+        self._end_episode()
         self._folder = Path(tempfile.mkdtemp(prefix="gradeflow-env-"))
         self.workspace = self._folder / "repo"
         write_agent_checkout(resolve_base(self.task), self.workspace)
@@ -218,7 +219,8 @@ class RepoEnv:
     def _grade(self, submission: Submission) -> GradeResult:
         """What ``gradeflow grade --workspace`` does with an opened session."""
         session = self._session
-        with flow_runs_without_heartbeat():
+        # The grade's artifacts are posted after the reward is returned (flushed by close and at exit).
+        with flow_runs_without_heartbeat(), deferred_artifacts():
             state = grade_submission(
                 session.task_spec, submission, session.factory, session.profile, session.base, return_state=True
             )
@@ -236,7 +238,12 @@ class RepoEnv:
         return float(value)
 
     def close(self) -> None:
-        """End the sandbox; remove the workspace unless ``keep_workspace``. Idempotent."""
+        """End the sandbox; remove the workspace unless ``keep_workspace``; wait until the rewards' artifacts
+        are posted to Prefect. Idempotent."""
+        self._end_episode()
+        flush_artifacts()
+
+    def _end_episode(self) -> None:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.actions import ArtifactCreate
+from prefect.utilities.context import get_task_and_flow_run_ids
 
 from gradeflow.graders.base import GradingContext
 from gradeflow.graders.composite import CompositeGrader, load_custom_grader
 from gradeflow.graders.verdict import graded_result
 from gradeflow.models import EnvironmentFingerprint, GradeComponent, GradeResult, TaskSpec
 from gradeflow.profiles import Profile
+from gradeflow.tasks.artifacts import post_artifacts
 from gradeflow.tasks.snapshot import Snapshot
 from gradeflow.tasks.tests import TestsOutcome
 from gradeflow.text import for_markdown, for_terminal
@@ -48,23 +51,21 @@ def _artifact_key(result: GradeResult) -> str:
 
 
 def publish_artifacts(result: GradeResult) -> None:
-    """A table of the components and a markdown summary on the current flow run."""
+    """A table of the components and a markdown summary on the current flow run (posted through one client,
+    or off the caller's path inside :func:`~gradeflow.tasks.artifacts.deferred_artifacts`)."""
     key = _artifact_key(result)
-    create_table_artifact(
-        key=key + "-components",
-        description=result.summary(),
-        table=[
-            {
-                "component": c.name,
-                "role": c.role,
-                "weight": c.weight,
-                "score": round(c.score, 3),
-                "passed": c.passed,
-                "reasons": ", ".join(c.reason_codes),
-            }
-            for c in result.components
-        ],
-    )
+    _, flow_run_id = get_task_and_flow_run_ids()
+    table = [
+        {
+            "component": c.name,
+            "role": c.role,
+            "weight": c.weight,
+            "score": round(c.score, 3),
+            "passed": c.passed,
+            "reasons": ", ".join(c.reason_codes),
+        }
+        for c in result.components
+    ]
     # Messages quote file names and test ids the candidate chose: literal text, never markdown.
     lines = [
         f"# {result.task_id} / {result.submission_id}",
@@ -80,6 +81,21 @@ def publish_artifacts(result: GradeResult) -> None:
     lines += [f"- {for_markdown(m)}" for m in result.messages]
     for component in result.components:
         lines += ["", f"## {for_markdown(component.short())}", *[f"- {for_markdown(m)}" for m in component.messages]]
-    create_markdown_artifact(
-        key=key + "-summary", markdown="\n".join(lines), description=for_terminal(result.summary())
+    post_artifacts(
+        [
+            ArtifactCreate(
+                key=key + "-components",
+                type="table",
+                description=result.summary(),
+                data=json.dumps(table),
+                flow_run_id=flow_run_id,
+            ),
+            ArtifactCreate(
+                key=key + "-summary",
+                type="markdown",
+                description=for_terminal(result.summary()),
+                data="\n".join(lines),
+                flow_run_id=flow_run_id,
+            ),
+        ]
     )
