@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Unmount and detach what isolated sandboxes of killed gradeflow processes left behind: their workspace
-# overlays, their own file systems and the loop devices under them (a sandbox closed normally leaves nothing).
+# Unmount, detach and remove what isolated sandboxes of killed gradeflow processes left behind: their workspace
+# overlays, their own file systems, the loop devices under them and their files (a sandbox closed normally
+# leaves nothing).
 # Only gradeflow's: loop devices backed by a disk.ext4 in a temporary folder of /tmp (/tmp/tmp*/disk.ext4, or
 # /tmp/gradeflow-isolated-*/disk.ext4 from before their folders were named as any), the file systems mounted
 # from them and the overlays whose upper layers lie on those file systems.
@@ -20,3 +21,18 @@ for device in $devices; do
 done
 left=$(losetup -nO BACK-FILE --list 2>/dev/null | grep -cE "$ours" || true)
 echo "clean-sandboxes: $left gradeflow loop devices left"
+# Their files: a killed process's sandbox disk keeps its room on the host's disk (environment.disk and more,
+# taken whole when it opened) until removed. Only a folder whose disk backs no loop device, with nothing
+# mounted in it, untouched for ten minutes (a sandbox opening now makes its file before it mounts it).
+looped=$(losetup -nO BACK-FILE --list 2>/dev/null)
+mounted=$(findmnt -rn -o TARGET)
+removed=0
+for image in /tmp/tmp*/disk.ext4 /tmp/gradeflow-isolated-*/disk.ext4; do
+  [[ -f "$image" ]] && grep -qE "$ours" <<<"$image" || continue
+  folder=${image%/disk.ext4}
+  grep -qxF "$image" <<<"$looped" && continue
+  grep -qE "^$folder(/|$)" <<<"$mounted" && continue
+  [[ -n $(find "$image" -maxdepth 0 -mmin +10) ]] || continue
+  rm -rf --one-file-system -- "$folder" && removed=$((removed + 1))
+done
+echo "clean-sandboxes: $removed left-over sandbox disks removed"

@@ -23,7 +23,7 @@ from service_procs import (
     prefect_server,
     signed_post,
     start,
-    stop,
+    stop_all,
     wait_until,
 )
 
@@ -84,8 +84,7 @@ def service(service_root: Path, prefect_api: str) -> Iterator[Service]:
         wait_until(lambda: httpx.get(f"{url}/healthz", timeout=5).status_code == 200, 60, "the webhook receiver")
         yield Service(prefect_api, api, url, ledger, service_root, env)
     finally:
-        for process in (receiver, serving):
-            stop(process)
+        stop_all([receiver, serving])
 
 
 @pytest.fixture(scope="session")

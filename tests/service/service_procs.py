@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,16 +74,23 @@ def stop(process: subprocess.Popen[bytes], timeout: float = 15) -> None:
 
     The group outlives its leader when a member takes longer over SIGTERM (a ``prefect worker`` started in the
     background of a shell retried a stopped server for minutes, into the serial timing tests)."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=timeout)
+    stop_all([process], timeout)
+
+
+def stop_all(processes: Sequence[subprocess.Popen[bytes]], timeout: float = 15) -> None:
+    """:func:`stop` for several process groups at once: SIGTERM to all, then SIGKILL to what is left of any
+    after one ``timeout`` shared by all (stopped one by one, two workers took 60 s of a teardown)."""
+    for process in processes:
+        if process.poll() is None:
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _group_alive(process.pid):
+    while time.monotonic() < deadline and any(p.poll() is None or _group_alive(p.pid) for p in processes):
         time.sleep(0.2)
-    with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait(timeout=timeout)
+    for process in processes:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=timeout)
 
 
 def _group_alive(pgid: int) -> bool:

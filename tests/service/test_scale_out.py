@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from service_procs import BIN, EXAMPLES, Api, base_env, prefect_server, start, stop, wait_until
+from service_procs import BIN, EXAMPLES, Api, base_env, prefect_server, start, stop_all, wait_until
 
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.service.params import GradeRequest
@@ -95,8 +95,7 @@ def pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pool]:
             assert warm["state_type"] == "COMPLETED", warm["state"]
             yield pool
         finally:
-            for worker in workers:
-                stop(worker)
+            stop_all(workers)
 
 
 def test_two_workers_grade_ten_submissions_each_exactly_once(pool: Pool) -> None:

@@ -97,7 +97,7 @@ class View:
     ``None``: the host's disk is guarded under the folders the command writes."""
     disk_host: str | None = None
     """The host folder of :attr:`disk_root`'s file when that file is larger than the room taken for it (a
-    machine's size shown): the host's disk is guarded there too, as where the sandbox has no disk of its own."""
+    machine's size shown): the command is stopped too when the host's disk there is all but full."""
     disk_floor: tuple[int, int] = (FULL_BELOW, 1)
     """Bytes and inodes free below which :attr:`disk_root` is full (:attr:`~gradeflow.sandbox._disk.SandboxDisk.floor`:
     ``environment.disk`` taken, its headroom left)."""
@@ -221,7 +221,9 @@ class BwrapContainment:
         view = self.view
         if view.disk_root is not None:
             host = (view.disk_host,) if view.disk_host is not None else ()
-            self._guard = DiskGuard(host, leader, full=(view.disk_root,), floor=view.disk_floor, kill=self.kill_all)
+            self._guard = DiskGuard(
+                (), leader, full=(view.disk_root,), floor=view.disk_floor, kill=self.kill_all, host_full=host
+            )
         else:
             writable = (*view.writable, *(source for source, _ in view.moved))
             self._guard = DiskGuard(writable, leader, kill=self.kill_all)

@@ -31,7 +31,9 @@ A shaped run's sandbox (:mod:`gradeflow.sandbox.shape`) shows a machine's disk i
 the host's file system under the workspace, with as many inodes (:meth:`SandboxDisk.shown_as`), and sparse past
 the room taken for it, so ``statvfs`` reads the host's size where the main run's reads ``environment.disk``. Its
 file system never answers ``ENOSPC`` at the limit: the guard alone stops a command past it (a fast writer a few
-milliseconds' writes later, which land past the room taken), and the host's disk is guarded under the file too.
+milliseconds' writes later, which land past the room taken), and it is stopped too when the host's disk under
+the file is all but full (:data:`HOST_FULL_BELOW`; not at :data:`HOST_DISK_FLOOR`, where other sandboxes' room
+taken meanwhile would pass for its writes).
 
 Elsewhere (not root, no loop device or no overlayfs) the workspace, ``HOME`` and the private environment are
 folders of the host's disk, bounded per file only; :class:`DiskGuard` stops a command that takes the host's disk
@@ -264,6 +266,8 @@ _FLOOR_MIN = 256 * 1024 * 1024
 _INODE_FLOOR_MIN = 32_768
 """Files (inodes) count like bytes: a command is stopped when it takes a file system it writes to below this
 many free inodes (or the same share of its inodes), a million empty files cost no space."""
+HOST_FULL_BELOW = 64 * _MIB
+"""The host's disk under a sandbox disk shown larger than its room is all but full below this many bytes free."""
 _GUARD_PERIOD = 0.25
 _FULL_PERIOD = 0.01
 """A statvfs costs microseconds: polled this often, a sandbox's disk is seen past its limit unless the command
@@ -280,12 +284,16 @@ class DiskGuard(threading.Thread):
         full: tuple[str, ...] = (),
         floor: tuple[int, int] = (FULL_BELOW, 1),
         kill: Callable[[int], None] = kill_group,
+        host_full: tuple[str, ...] = (),
     ) -> None:
         """``folders``: on the host's disk (stopped below :data:`HOST_DISK_FLOOR`); ``full``: the sandbox's own
         file systems (stopped when full, that is below ``floor``: see :func:`folder_full`); ``kill``: how the
-        command is stopped, given ``leader`` (by default its process group)."""
+        command is stopped, given ``leader`` (by default its process group); ``host_full``: the host folders of
+        sandbox disks larger than the room taken for them (stopped when the host's disk is all but full, below
+        :data:`HOST_FULL_BELOW`, and losing room: whoever takes it, the loop device's writes would fail next)."""
         super().__init__(daemon=True, name="gradeflow-disk-guard")
         self.folders = folders
+        self.host_full = host_full
         self.full = full
         self.floor = floor
         self.kill = kill
@@ -297,10 +305,11 @@ class DiskGuard(threading.Thread):
         # Only what the disk lost while the command ran counts: a disk already low is the environment's, and
         # a sandbox disk a command found full (an earlier command filled it) stops it only once it takes more
         # of it: the command may be the one that frees it (``rm``).
-        start = {folder: _free(folder) for folder in (*self.folders, *self.full)}
+        start = {folder: _free(folder) for folder in (*self.folders, *self.full, *self.host_full)}
         period = _FULL_PERIOD if self.full else _GUARD_PERIOD
         while not self.halt.wait(period):
             full = any(_filled(folder, start[folder], self.floor) for folder in self.full)
+            full = full or any(_filled(f, start[f], (HOST_FULL_BELOW, 1)) for f in self.host_full)
             if full or any(_took_it_low(folder, start[folder]) for folder in self.folders):
                 self.tripped = True
                 self.kill(self.leader)
