@@ -1,4 +1,5 @@
-"""The disk guard's watch on the host's disk under a sandbox disk shown larger than its room (a shaped run's).
+"""A sandbox disk shown larger than its room (a shaped run's): made whatever inode count the host's file system
+shows, and the disk guard's watch on the host's disk under it.
 
 Room taken on the host while the command runs is not the command's unless the host's disk is all but full: other
 sandboxes opening beside it take gigabytes (their disks' room) and must not stop it (they did, as false alarms
@@ -61,3 +62,36 @@ def test_room_others_take_is_not_the_commands_until_the_host_is_all_but_full(
         assert guard.tripped and killed == [command.pid]
     finally:
         guard.halt.set()
+
+
+class _Statvfs:
+    """What ``os.statvfs`` gives of a 256 GiB file system that counts its inodes as XFS does (more than blocks)."""
+
+    f_frsize = 4096
+    f_blocks = 256 * 1024 * 1024 * 1024 // 4096
+    f_files = 400_000_000
+
+
+@pytest.mark.parametrize("files", [400_000_000, 0, 16_777_216])
+def test_a_shaped_disk_is_made_whatever_inode_count_the_host_shows(
+    files: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gradeflow.sandbox import _disk
+
+    if not _disk.disk_available():
+        pytest.skip("sandboxes get no disk of their own here")
+    host = _Statvfs()
+    host.f_files = files  # XFS's, btrfs's (none counted), ext4's
+    statvfs = os.statvfs
+    monkeypatch.setattr(_disk.os, "statvfs", lambda path: host if path == tmp_path else statvfs(path))
+    size, inodes = _disk.SandboxDisk.shown_as(tmp_path, _disk.image_size(16 * _MIB))
+    assert size >= host.f_blocks * host.f_frsize and (inodes is None or inodes <= size // 4096)
+    disk = _disk.SandboxDisk(16 * _MIB, like=tmp_path)
+    try:
+        made = statvfs(disk.root)
+        assert disk.beyond_room and abs(made.f_blocks * made.f_frsize - 256 * 1024**3) < 256 * 1024**3 // 100
+        # The host's count where ext4 can hold it (mke2fs rounds it up to whole groups), else about its most.
+        asked = min(files, size // 4096) if files else made.f_files
+        assert made.f_files > 0 and abs(made.f_files - asked) < (0.01 if files < size // 4096 else 0.1) * asked
+    finally:
+        disk.close()

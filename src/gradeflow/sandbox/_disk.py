@@ -152,8 +152,9 @@ class SandboxDisk:
         shown = info.f_blocks * info.f_frsize
         if shown <= room:
             return room, None
-        # ext4's inode count for the room at one per 8 KiB is the least (the floor counts on it).
-        inodes = info.f_files if info.f_files >= room // _INODE_BYTES else None
+        # ext4's inode count for the room at one per 8 KiB is the least (the floor counts on it), one per 4 KiB
+        # block the most ext4 can hold (XFS counts more: what its free room could hold).
+        inodes = min(info.f_files, shown // 4096, 2**32 - 1) if info.f_files >= room // _INODE_BYTES else None
         # ext4 leaves its inode tables out of the size it reports: the file is that much larger.
         tables = (inodes if inodes is not None else shown // _INODE_BYTES) * 256
         return -(-(shown + tables) // 4096) * 4096, inodes
