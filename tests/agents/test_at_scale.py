@@ -37,6 +37,20 @@ def _completed_trials(since: datetime) -> Counter[str]:
     return Counter(run.name for run in runs if run.state is not None and run.state.is_completed())
 
 
+def _grades_started(since: datetime) -> int:
+    """``grade-submission`` flow runs started since ``since``: a trial's grade starts once its agent has finished
+    (flow runs are created through the API as they start; task runs reach it from their events, later)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, FlowRunFilter, FlowRunFilterStartTime
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["grade-submission"])),
+            flow_run_filter=FlowRunFilter(start_time=FlowRunFilterStartTime(after_=since)),  # type: ignore[arg-type]
+        )
+    return len(runs)
+
+
 def _start_cli(ledger: Path, repeat: int = 4) -> subprocess.Popen[bytes]:
     from prefect.settings import PREFECT_API_URL
 
@@ -99,6 +113,15 @@ def _completed_agent_runs(since: datetime, name: str) -> int:
     return sum(1 for run in runs if run.state is not None and run.state.is_completed())
 
 
+def _agent_runs_reach(since: datetime, name: str, count: int, wait: float = 30.0) -> int:
+    """:func:`_completed_agent_runs`, read again until it reaches ``count`` or ``wait`` seconds passed: the server
+    records task runs from their events in batches (tests/conftest.py), up to a second after the run ended."""
+    deadline = time.monotonic() + wait
+    while (found := _completed_agent_runs(since, name)) < count and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return found
+
+
 @pytest.mark.usefixtures("prefect")
 def test_a_run_killed_after_the_agent_ran_runs_that_trial_again_whole(tmp_path: Path) -> None:
     """Killed once trial-1's agent finished (its facts known, its grade under way): nothing of trial-1 is
@@ -107,7 +130,7 @@ def test_a_run_killed_after_the_agent_ran_runs_that_trial_again_whole(tmp_path: 
     proc = _start_cli(path, repeat=1)
     try:
         for _ in range(3000):
-            if _completed_agent_runs(since, "agent-calc-divzero-trial-1") or proc.poll() is not None:
+            if _grades_started(since) or proc.poll() is not None:
                 break
             time.sleep(0.1)
     finally:
@@ -119,7 +142,7 @@ def test_a_run_killed_after_the_agent_ran_runs_that_trial_again_whole(tmp_path: 
     assert (ledger.records(), ledger.trials()) == ([], [])
     done = run_trials(plan_trials([load_task(CALC)], TrialConfig(agent=SLOW_SED), 1), ledger, show_progress=False)
     assert (done.ran, done.skipped, done.failed) == (1, 0, [])
-    assert _completed_agent_runs(since, "agent-calc-divzero-trial-1") == 2  # the agent ran again
+    assert _agent_runs_reach(since, "agent-calc-divzero-trial-1", 2) == 2  # the agent ran again
     assert _completed_trials(since) == {"trial-calc-divzero-trial-1": 1}
     ((record,), (trial,)) = ledger.records(), ledger.trials()
     assert record.passed and trial.exit_code == 0 and trial.flow_run_id == done.trials[0].flow_run_id

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gradeflow.engine.local_server import ensure_server, server_status, stop_server
+from gradeflow.engine.local_server import SERVER_SETTINGS, ensure_server, server_status, stop_server
 
 pytestmark = pytest.mark.slow
 CALC = Path(__file__).resolve().parents[2] / "examples" / "calc"
@@ -74,6 +78,14 @@ def test_two_first_calls_racing_end_with_one_server(own_home: Path) -> None:
     assert sorted(s.started for s in servers) == [False, True]
 
 
+def _post(url: str, body: dict[str, object]) -> list[dict[str, Any]]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return list(json.loads(answer.read()))
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The gradeflow command in its own process, as a user runs it (this test's home, no PREFECT_API_URL)."""
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
@@ -90,6 +102,21 @@ def test_the_cli_grades_on_the_local_server_and_reuses_it(own_home: Path) -> Non
     again = _cli(*args, "--json")
     assert again.returncode == 0 and "started a local Prefect server" not in again.stderr
     assert server_status() == server
+    # Its task run recorder is batched (SERVER_SETTINGS, where the caller's environment did not set its own), and
+    # every task run of the grade still reaches the server, finished, a moment later.
+    environ = dict(
+        line.split("=", 1) for line in Path(f"/proc/{server.pid}/environ").read_text().split("\0") if "=" in line
+    )
+    assert {name: environ.get(name) for name in SERVER_SETTINGS} == SERVER_SETTINGS
+    steps = ["snapshot", "constraints", "tests", "quality", "perf", "combine"]
+    deadline, done = time.monotonic() + 30, Counter[str]()
+    while time.monotonic() < deadline:
+        listed = _post(server.url + "/task_runs/filter", {"limit": 200})
+        done = Counter(run["name"].rsplit("-", 1)[0] for run in listed if run["state"]["type"] == "COMPLETED")
+        if all(done[step] == 2 for step in steps):  # both grades' steps
+            break
+        time.sleep(0.5)
+    assert {step: done[step] for step in steps} == dict.fromkeys(steps, 2), done
     status = _cli("server", "status")
     assert status.returncode == 0 and server.url in status.stdout
     assert _cli("server", "stop").returncode == 0 and server_status() is None
