@@ -20,14 +20,13 @@ install: $(VENV)/.installed
 demo: install
 	$(PY) scripts/demo.py
 
-# Test files run in parallel on every core (pytest-xdist; each worker has its own Prefect test server), the
-# longest first (tests/file_seconds.json, written by scripts/file-seconds.py); the slowest tests are listed at
-# the end. TEST_WORKERS=0 runs them in this process.
+# Test files run in parallel on every core (pytest-xdist; each worker has its own Prefect test server);
+# the slowest tests are listed at the end. TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= auto
 
 # Tests marked timing (speed-up and CPU-share figures) run afterwards, alone: a second worker would be their noise.
 test: install
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 -m "not timing"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25 -m "not timing"
 	$(PY) -m pytest -q -m timing --durations=5
 
 # A broken link or anchor, a page left out of the navigation or a reason code without an entry fails it.

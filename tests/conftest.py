@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,18 +20,6 @@ os.environ.pop("GRADEFLOW_ENV_CAP", None)
 # Root filesystems (a debootstrap each) are kept on the machine across sessions, as CI keeps them.
 if os.geteuid() == 0:
     os.environ.setdefault("GRADEFLOW_ROOTS", "/var/cache/gradeflow/roots")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``), the longest test files first, as ``tests/file_seconds.json`` measured them
-    (``scripts/file-seconds.py``): the workers take files in this order (``--no-loadscope-reorder``), so the long
-    ones start while every core is free and the last minutes are short files on every core, not one long file
-    alone. Files it does not list follow, in collection order; a run without workers keeps pytest's order."""
-    if not hasattr(config, "workerinput"):
-        return
-    seconds = json.loads((Path(__file__).parent / "file_seconds.json").read_text(encoding="utf-8"))
-    root = config.rootpath
-    items.sort(key=lambda item: -seconds.get(item.path.relative_to(root).as_posix(), 0))
 
 
 @pytest.fixture(scope="session", autouse=True)
