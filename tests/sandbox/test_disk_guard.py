@@ -69,6 +69,8 @@ class _Statvfs:
 
     f_frsize = 4096
     f_blocks = 256 * 1024 * 1024 * 1024 // 4096
+    f_bfree = f_blocks * 8 // 10  # 20% in use (51 GiB: under TAKEN_MOST)
+    f_bavail = f_bfree - f_blocks // 20  # 5% kept for root
     f_files = 400_000_000
 
 
@@ -93,5 +95,28 @@ def test_a_shaped_disk_is_made_whatever_inode_count_the_host_shows(
         # The host's count where ext4 can hold it (mke2fs rounds it up to whole groups), else about its most.
         asked = min(files, size // 4096) if files else made.f_files
         assert made.f_files > 0 and abs(made.f_files - asked) < (0.01 if files < size // 4096 else 0.1) * asked
+        # As much in use and free to a user as on the host (within 1% of its size), none of it written: the image
+        # holds a few megabytes of the file system's own tables.
+        used = (made.f_blocks - made.f_bfree) * made.f_frsize
+        whole = host.f_blocks * host.f_frsize
+        assert abs(used - (host.f_blocks - host.f_bfree) * host.f_frsize) < whole // 100, used
+        assert abs(made.f_bavail * made.f_frsize - host.f_bavail * host.f_frsize) < whole // 100
+        assert disk.image.stat().st_blocks * 512 < 64 * _MIB
     finally:
         disk.close()
+
+
+def test_a_shaped_disk_shows_the_hosts_use_up_to_a_bound_and_its_share_kept_for_root(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from gradeflow.sandbox import _disk
+
+    host = _Statvfs()
+    monkeypatch.setattr(_disk.os, "statvfs", lambda path: host)
+    used, kept = _disk.SandboxDisk.taken_as(tmp_path)
+    assert used == (host.f_blocks - host.f_bfree) * host.f_frsize and kept == pytest.approx(5.0)
+    host.f_bfree, host.f_bavail = host.f_blocks // 10, 0  # 90% in use, the rest kept for root
+    used, kept = _disk.SandboxDisk.taken_as(tmp_path)
+    assert used == _disk.TAKEN_MOST and kept == pytest.approx(10.0)
+    host.f_blocks = 0  # a file system that counts no blocks
+    assert _disk.SandboxDisk.taken_as(tmp_path) == (0, 0.0)

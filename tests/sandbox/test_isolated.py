@@ -358,11 +358,12 @@ def test_a_shaped_sandboxs_sys_is_a_read_only_sysfs_of_its_own_network(
 
 _DISKS = (
     "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME']):\n"
-    '    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev)"'
+    "    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev,"
+    ' (i.f_blocks - i.f_bfree) * i.f_frsize, i.f_bavail * i.f_frsize)"'
     "; touch /made 2>/dev/null || echo root-refused"
 )
-"""The size, inode count and device of the workspace's, ``/``'s, ``/tmp``'s and ``HOME``'s file systems, one line
-each, then whether ``/`` refused a file."""
+"""The size, inode count, device, bytes in use and bytes free to a user of the workspace's, ``/``'s, ``/tmp``'s and
+``HOME``'s file systems, one line each, then whether ``/`` refused a file."""
 
 
 @pytest.mark.skipif(not _disk.disk_available(), reason="sandboxes get no disk of their own here")
@@ -387,6 +388,13 @@ def test_a_shaped_sandboxs_disk_is_the_size_of_the_machines_and_holds_its_root(
     # The host's inode count where it counts them (mke2fs rounds it up to whole groups; at most one per block).
     expected = min(host.f_files, size // 4096)
     assert abs(inodes - expected) < 0.01 * expected if host.f_files else inodes > 0
+    # As much in use as on the host (up to TAKEN_MOST), and as much free to a user as that leaves (within 1% of its
+    # size, less what mke2fs can keep for root: at most half), on / and the folders on its disk.
+    used, free = int(disks[1].split()[3]), int(disks[1].split()[4])
+    in_use = min((host.f_blocks - host.f_bfree) * host.f_frsize, _disk.TAKEN_MOST)
+    assert abs(used - in_use) < 0.01 * size, shaped.stdout
+    kept = min(host.f_bfree - host.f_bavail, host.f_blocks // 2) * host.f_frsize
+    assert abs(free - (size - used - kept)) < 0.01 * size, shaped.stdout
     # The main run's disk is the task's 32 MiB, under the workspace; / is a file system of its own.
     main = [tuple(map(int, line.split())) for line in plain.stdout.splitlines()[:4]]
     assert main[0][0] < 64 * 1024 * 1024 and main[1][2] != main[0][2]
