@@ -192,8 +192,9 @@ class SandboxDisk:
         except OSError:
             return
         try:
-            if _libc.fallocate(fd, 0, ctypes.c_long(0), ctypes.c_long(taken)) != 0:
-                path.unlink(missing_ok=True)
+            _reserve(fd, taken)
+        except OSError:
+            path.unlink(missing_ok=True)
         finally:
             os.close(fd)
 
