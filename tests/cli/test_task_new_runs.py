@@ -4,6 +4,7 @@ changes in those runs is quarantined and the spec validated again."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +12,12 @@ import pytest
 import yaml
 from test_task_new import COMMAND, calc_repository
 
+from gradeflow.authoring import task_runs
 from gradeflow.cli import main
+from gradeflow.config import cache_dir
 from gradeflow.integrity.harness import MODULE_PREFIX
 from gradeflow.sandbox.local import LocalSandbox
+from gradeflow.tasks import flaky
 
 # Passes in a plain run and fails under the grader's harness (the baseline's and the grades' runs).
 HARNESS_SHY = """
@@ -116,3 +120,40 @@ def test_setup_runs_once_for_the_runs_and_the_validation(
     # The environment setup built for the plain runs is the written spec's: its baseline finds it, not rebuilds it.
     assert [command for command, _ in commands].count(SETUP) == 1
     assert _suite_runs(commands) == (3, 4)  # with the reference's varied re-run
+
+
+@pytest.mark.usefixtures("prefect")
+def test_plain_runs_that_start_after_the_hand_over_still_find_the_built_environment(
+    commands: list[tuple[str, bool]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Each side's later plain runs wait for the ground's folder to be handed to the written spec's baseline: they
+    # start their commands from the ground's paths (the isolated sandbox mounts the environment's layers from there).
+    handed = threading.Event()
+    hand_over, run_once = task_runs._hand_over, flaky._run_once
+
+    def hand_over_then_say_so(*args: Any) -> Any:
+        try:
+            return hand_over(*args)
+        finally:
+            handed.set()
+
+    def later_runs_wait(task_spec: Any, sandbox: Any, repeated: Any, number: int) -> None:
+        if number > 1:
+            assert handed.wait(120)
+        run_once(task_spec, sandbox, repeated, number)
+
+    monkeypatch.setattr(task_runs, "_hand_over", hand_over_then_say_so)
+    monkeypatch.setattr(flaky, "_run_once", later_runs_wait)
+    repo, base, fix = calc_repository(tmp_path, {"test_built.py": BUILT})
+    out = tmp_path / "late" / "task.yaml"
+    assert _task_new(repo, base, fix, out, 4, "--setup", SETUP) == 0, capsys.readouterr().err
+    assert handed.is_set()
+    assert [command for command, _ in commands].count(SETUP) == 1
+    assert _suite_runs(commands) == (5, 4)
+    # The written spec's baseline folder is the built one, moved (no link left behind), and the ground's is gone.
+    bases = [entry for entry in (cache_dir() / "baselines").iterdir() if entry.name.startswith("late-")]
+    assert [entry.is_symlink() for entry in bases] == [False]
+    assert (bases[0] / "environment" / "environment.json").is_file()

@@ -157,15 +157,19 @@ def derive_and_validate(
     the spec holding them."""
     factory, base = session.factory, session.base
     ground = _ground(skeleton, factory, base)
-    with ThreadPoolExecutor(2, thread_name_prefix="gradeflow-side") as pool:
-        sides = _Sides(pool, skeleton, ground, reference, factory, plan)
-        first = first_runs(skeleton, sides)
-        early = derive_tests(first[0].outcomes, first[1].outcomes, {**first[0].cases, **first[1].cases}, files)
-        spec = write(early)
-        _hand_over(ground, spec, factory)
-        progress(f"wrote {_counts(early)} from the first run of each side; validating it")
-        report, heard = _validate_hearing(spec, reference, session, plan, display)
-        plain = _usable(sides.every())
+    settle: Callable[[], None] = _nothing
+    try:
+        with ThreadPoolExecutor(2, thread_name_prefix="gradeflow-side") as pool:
+            sides = _Sides(pool, skeleton, ground, reference, factory, plan)
+            first = first_runs(skeleton, sides)
+            early = derive_tests(first[0].outcomes, first[1].outcomes, {**first[0].cases, **first[1].cases}, files)
+            spec = write(early)
+            settle = _hand_over(ground, spec, factory)
+            progress(f"wrote {_counts(early)} from the first run of each side; validating it")
+            report, heard = _validate_hearing(spec, reference, session, plan, display)
+            plain = _usable(sides.every())
+    finally:
+        settle()  # every plain run is over (the pool waited for them)
     base_runs = plain[0]
     for role in (BASELINE_ID, EMPTY_ID):
         base_runs = base_runs.merged(one_run("base", heard.get(role)))
@@ -207,16 +211,34 @@ def _validate_hearing(
     return report, heard
 
 
-def _hand_over(ground: Baseline, spec: TaskSpec, factory: SandboxFactory) -> None:
-    """The ground's folder (the pristine base, and the environment ``setup`` built on it) moved to where the
-    written spec's baseline looks for them, so that ``setup`` runs once: nothing that built them depends on
-    the lists, the only difference between the two specs. The plain runs still going hold copies made when
-    they started. Left where it is when the written spec already has a folder (another run made it)."""
+def _hand_over(ground: Baseline, spec: TaskSpec, factory: SandboxFactory) -> Callable[[], None]:
+    """The ground's folder (the pristine base, and the environment ``setup`` built on it) shown where the written
+    spec's baseline looks for them, so that ``setup`` runs once: nothing that built them depends on the lists, the
+    only difference between the two specs. Shown by a link while the plain runs go on, since they start every
+    command from the ground's paths (a sandbox that mounts the environment's layers names them at each command's
+    start); the returned callable, called once they are over, moves the folder in the link's place. Nothing is
+    done when the written spec already has a folder (another run made it): theirs is as good."""
     key = baseline_key(spec, ground.base, describe_environment.fn(spec, factory))
-    target = ground.pristine.parent.with_name(key)
-    if not target.exists():
-        with contextlib.suppress(OSError):  # another run moved one there first: theirs is as good
-            ground.pristine.parent.rename(target)
+    folder = ground.pristine.parent
+    target = folder.with_name(key)
+    if target == folder:
+        return _nothing
+    try:
+        target.symlink_to(folder.name)
+    except OSError:  # there already
+        return _nothing
+
+    def settle() -> None:
+        with contextlib.suppress(OSError):  # another run replaced the link: its folder stays, ours with it
+            if target.is_symlink() and str(target.readlink()) == folder.name:
+                target.unlink()
+                folder.rename(target)
+
+    return settle
+
+
+def _nothing() -> None:
+    return None
 
 
 def _usable(sides: list[RepeatedRuns]) -> list[RepeatedRuns]:
