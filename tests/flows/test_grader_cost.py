@@ -118,7 +118,8 @@ def _checkout(task_file: Path, tmp_path: Path, files: dict[str, bytes]) -> Path:
 def test_a_large_binary_file_is_path_size_and_hash_in_the_result_patch(
     repo_task: Callable[..., Path], tmp_path: Path, fake: FakeSandboxFactory
 ) -> None:
-    big, small = os.urandom(5 * 1024 * 1024), os.urandom(1024)
+    # A NUL byte makes it binary to git whatever else it holds (1,024 random bytes lack one about 2% of the time).
+    big, small = os.urandom(5 * 1024 * 1024), b"\0" + os.urandom(1023)
     task_file = repo_task(task_id="binary")
     checkout = _checkout(task_file, tmp_path, {"data.bin": big, "icon.bin": small})
     result = grade(load_task(task_file), workspace=checkout, sandbox=fake)
