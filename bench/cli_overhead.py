@@ -4,8 +4,9 @@ For each size, a generated repository (one module, one test file with that many 
 fail-to-pass) is graded with a one-line fix. Printed side by side, in one run, on the same machine:
 
 - **raw**: the task's test command run directly on the fixed tree as a user runs it (pytest's entry-point
-  plugins autoloaded: a grade's runs load the same ones, the base run's, by name), with the interpreter that
-  runs gradeflow (the work a grade cannot avoid);
+  plugins autoloaded: a grade's runs load the same ones, the base run's, by name), with the Python a grade's
+  commands get (a private environment over the interpreter that runs gradeflow, showing what is installed
+  beside gradeflow but not its engine) and no sandbox (the work a grade cannot avoid);
 - **in-process**: ``gradeflow.grade()`` in this process (Prefect imported, baseline cached), minus raw,
   split into **engine** (the whole grade minus its tests step, as the result's ``timings`` has it: the
   target is ≤ 0.3 s, flat) and **tests step** (the tests step minus raw: copy, sealing, harness, parse);
@@ -35,6 +36,7 @@ prints the start-up table only, from ``RUNS`` rounds (default ``STARTUP_RUNS``).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import statistics
@@ -95,6 +97,15 @@ def _repository(root: Path, tests: int) -> tuple[Path, Path]:
     return task, patch
 
 
+@functools.cache
+def _raw_python() -> Path:
+    from gradeflow.sandbox._host_packages import VIEW_NAME, view_folder
+    from gradeflow.sandbox.local import make_private_environment
+
+    (HOME / VIEW_NAME).symlink_to(view_folder())  # beside the environment, as a sandbox shows it
+    return make_private_environment(HOME / "raw-python")
+
+
 def _raw(root: Path, extra: dict[str, str] | None = None) -> float:
     tree = root / "raw"
     shutil.rmtree(tree, ignore_errors=True)
@@ -103,10 +114,11 @@ def _raw(root: Path, extra: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
     # The entry-point plugins autoloaded, as a user's run of the command loads them (a grade's runs load the
     # base run's, the same ones, by name: until 2026-12 raw left them out, and a grade's figures carried their
-    # import, about 0.08 s here), and the grade's own interpreter first on PATH (a grade's ``python`` is a
-    # venv over it; PATH alone may find another Python, with another pytest, behind a pyenv shim): the
+    # import, about 0.08 s here), and the Python a grade's commands get first on PATH: a private environment
+    # over gradeflow's interpreter showing what it shows (not gradeflow's engine, nor its pytest plugins: since
+    # 2026-12-07; PATH alone may find another Python, with another pytest, behind a pyenv shim): the
     # difference is then gradeflow's work.
-    path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    path = f"{_raw_python()}/bin:{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
     env = {key: value for key, value in os.environ.items() if key != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
     env = {**env, "PATH": path, **(extra or {})}
     subprocess.run(COMMAND.format(junit=root / "raw.xml").split(), cwd=tree, env=env, capture_output=True, check=False)

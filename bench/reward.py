@@ -6,8 +6,8 @@ printed side by side in one run:
 
 - **reward latency** at 10 and 1,000 tests: ``step(Submit())`` of an episode whose agent wrote the fix, the
   varied run started after the main run and beside it (``GRADEFLOW_VARIED_RUN``), each paired with a raw run
-  of the test command on the fixed tree just before it (no sandbox, plugins autoloaded, gradeflow's
-  interpreter): medians, the difference and the ratio to raw, the issue's target (1.3 x raw + 0.3 s), and
+  of the test command on the fixed tree just before it (no sandbox, plugins autoloaded, the Python a grade's
+  commands get): medians, the difference and the ratio to raw, the issue's target (1.3 x raw + 0.3 s), and
   where the reward's time went (the medians of ``info["time"]``: handing the workspace back, each step, the
   engine's flow and task runs);
 - **episodes per minute** (reset, write the fix, submit) at concurrency 1, 2 and the machine's cores, each

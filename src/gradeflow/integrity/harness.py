@@ -302,9 +302,11 @@ Places = tuple[tuple[str, str], ...]
 
 
 def run_places(sandbox: Sandbox) -> Places:
-    """The workspace and the environment's folders (a copy of the task's environment per run, elsewhere each time)."""
+    """The workspace, the environment's folders (a copy of the task's environment per run, elsewhere each time)
+    and the sandbox's other folders of its own (the view of gradeflow's site folder)."""
     places = [(sandbox.workspace, ".")]
     places += [(path, f"${name}") for name, path in sorted(sandbox.environment_roots().items())]
+    places += [(path, f"${name}") for name, path in sorted(sandbox.shown_folders().items())]
     return tuple(places)
 
 

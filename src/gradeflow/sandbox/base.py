@@ -362,6 +362,12 @@ class Sandbox(abc.ABC):
         ``setup`` installs lands in these folders and in the workspace.
         """
 
+    def shown_folders(self) -> dict[str, str]:
+        """Read-only folders commands see at a path of this sandbox's own (elsewhere in each sandbox), as commands
+        see them: ``{name: folder}``. The local and isolated sandboxes show the view of gradeflow's site folder
+        beside their private environment; none by default."""
+        return {}
+
     @abc.abstractmethod
     def export_environment(self, folder: Path) -> None:
         """Write each root of :meth:`environment_roots` to the host file ``folder/<name>.tar``, names relative to it."""

@@ -60,6 +60,7 @@ from gradeflow.models.spec import parse_size
 from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_problem, interpreter_folders, system_view
 from gradeflow.sandbox._cgroups import make_groups
 from gradeflow.sandbox._disk import SandboxDisk, WorkspaceLayer, disk_available
+from gradeflow.sandbox._host_packages import VIEW_NAME, view_digest, view_folder
 from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
@@ -226,7 +227,7 @@ class IsolatedSandbox(LocalSandbox):
             root=str(self._root.folder) if self._root is not None else None,
             overlays=(*harness_sites, *self._layers),
             read_only=(*self._read_only, str(self._scratch / "harness")),
-            files=(*self._accounts, *self._resolver()),
+            files=(*self._accounts, *self._resolver(), *self._host_packages()),
             writable=self._writable,
             workdir=self.workspace,
             moved=()
@@ -272,6 +273,17 @@ class IsolatedSandbox(LocalSandbox):
             if host.is_file() and inside.is_file() and not inside.is_symlink():
                 shown.append((str(host.resolve()), name))
         return tuple(shown)
+
+    def _show_host_packages(self) -> None:
+        """Bound read-only where :data:`~gradeflow.sandbox.local.HOST_HOOK` looks (:meth:`_host_packages`)."""
+
+    def shown_folders(self) -> dict[str, str]:
+        return {} if self._root is not None else super().shown_folders()
+
+    def _host_packages(self) -> tuple[tuple[str, str], ...]:
+        if self._root is not None:  # the root's own Python: nothing of this host's
+            return ()
+        return ((str(view_folder()), str(self._scratch / VIEW_NAME)),)
 
     def _make_python(self, folder: Path) -> Path:
         if self._root is None:
@@ -494,5 +506,5 @@ class IsolatedSandboxFactory(SandboxFactory):
             sandbox=self.kind,
             architecture=platform.machine(),
             python_version=platform.python_version(),
-            python_environment=f"private per sandbox, over {sys.prefix}",
+            python_environment=f"private per sandbox, over {sys.prefix} (view {view_digest()})",
         )

@@ -39,6 +39,7 @@ from gradeflow.environments.named import interpreter_site_folders, named_interpr
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox._bwrap import interpreter_folders
+from gradeflow.sandbox._host_packages import VIEW_NAME, view_digest, view_folder
 from gradeflow.sandbox._local_procs import CommandContainment, Containment, Drain, Feed, pid_namespace_available
 from gradeflow.sandbox.base import (
     BASE_ENV,
@@ -91,18 +92,28 @@ wherever a copy of it is restored) as a site folder: the harness's ``.pth`` runs
 the command set or removed."""
 
 
+HOST_HOOK = (
+    f"import os, sys; p = os.path.join(os.path.dirname(sys.prefix), {VIEW_NAME!r}); "
+    "os.path.isdir(p) and p not in sys.path and sys.path.append(p)\n"
+)
+"""Every interpreter of the private environment puts the view of gradeflow's site folder beside the environment (a
+link to it, or a read-only mount of it: :meth:`LocalSandbox._show_host_packages`) last on its path, as a path line
+of a ``.pth`` file would: wherever a copy of the environment is restored, and naming no path setup ran with."""
+
+
 def make_private_environment(folder: Path) -> Path:
     """A virtual environment at ``folder`` over this interpreter's packages; installs go into ``folder``.
 
-    Made without pip of its own (a few milliseconds): a ``.pth`` file puts gradeflow's site-packages
-    behind the private one, so ``python -m pip`` and the ``pip`` script run the host's pip with the
-    private environment as their prefix (``pytest`` alike); another runs :data:`HARNESS_HOOK`.
+    Made without pip of its own (a few milliseconds): a ``.pth`` file puts a view of gradeflow's site-packages
+    (everything but gradeflow and what only it needs: :mod:`gradeflow.sandbox._host_packages`), shown beside
+    the environment (:data:`HOST_HOOK`), behind the private one, so ``python -m pip`` and the ``pip`` script run
+    the host's pip with the private environment as their prefix (``pytest`` alike); another runs
+    :data:`HARNESS_HOOK`.
     """
     venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(folder)
     purelib = Path(sysconfig.get_path("purelib", vars={"base": str(folder), "platbase": str(folder)}))
     purelib.mkdir(parents=True, exist_ok=True)
-    host = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
-    (purelib / "_host.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(host)))
+    (purelib / "_host.pth").write_text(HOST_HOOK)
     (purelib / "_hook.pth").write_text(HARNESS_HOOK)
     write_scripts(folder)
     return folder
@@ -140,6 +151,7 @@ class LocalSandbox(Sandbox):
         self._scratch = self._make_scratch()
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
+        self._show_host_packages()
         self._python = self._make_python(self._scratch / "env")
         self._saved: Path | None = None
         self._tree = str(host_workspace)
@@ -150,6 +162,10 @@ class LocalSandbox(Sandbox):
     def _make_scratch(self) -> Path:
         """A fresh private folder for the sandbox's own folders (output, ``HOME``, ``TMPDIR``, the environment)."""
         return Path(tempfile.mkdtemp())  # named as any: commands see its path (HOME, the environment)
+
+    def _show_host_packages(self) -> None:
+        """The view of gradeflow's site folder beside the private environment, where :data:`HOST_HOOK` finds it."""
+        (self._scratch / VIEW_NAME).symlink_to(view_folder())
 
     def _make_python(self, folder: Path) -> Path:
         """The sandbox's private Python environment at ``folder``."""
@@ -267,6 +283,9 @@ class LocalSandbox(Sandbox):
     def environment_roots(self) -> dict[str, str]:
         return {name: str(self._scratch / name) for name in ("env", "home")}
 
+    def shown_folders(self) -> dict[str, str]:
+        return {VIEW_NAME: str(self._scratch / VIEW_NAME)}
+
     def export_environment(self, folder: Path) -> None:
         archive_roots(self.environment_roots(), folder)
 
@@ -362,5 +381,5 @@ class LocalSandboxFactory(SandboxFactory):
             sandbox=self.kind,
             architecture=platform.machine(),
             python_version=platform.python_version(),
-            python_environment=f"private per sandbox, over {sys.prefix}",
+            python_environment=f"private per sandbox, over {sys.prefix} (view {view_digest()})",
         )

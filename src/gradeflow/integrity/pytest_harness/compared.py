@@ -446,7 +446,7 @@ def _compared_values(workspace, record, compared_kind=None):
         _instrument=instrument,
         _import=ast.Import,
     ):
-        # The workspace's test modules and conftest files only: installed packages' pytest plugins (anyio's)
+        # The workspace's test modules and conftest files only: installed packages' pytest plugins (xdist's)
         # are rewritten by pytest as they always are, and keep their bytecode cache.
         if not str(module_path).startswith(_prefix):
             return _original(mod, source, module_path, config)
