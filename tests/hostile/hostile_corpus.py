@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import xml.etree.ElementTree as ET
 import zipfile
@@ -36,8 +35,6 @@ import yaml
 
 from gradeflow import grade, load_task
 from gradeflow.models import GradeResult
-from gradeflow.sandbox._host_packages import VIEW_NAME, view_folder
-from gradeflow.sandbox.local import make_private_environment
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "task"
@@ -477,30 +474,14 @@ def _task_tests(case: Case) -> tuple[Path, set[tuple[str, str]]]:
     return case.task_file.parent / tests["hidden"], wanted
 
 
-_PLAIN_PYTHON: list[Path] = []
-_PLAIN_LOCK = threading.Lock()
-
-
-def _plain_python(scratch: Path) -> Path:
-    """The Python a sandbox's commands get (a private environment showing the view of gradeflow's site folder),
-    made once a session, outside any sandbox: the unguarded run loads the plugins a grade's runs load."""
-    with _PLAIN_LOCK:
-        if not _PLAIN_PYTHON:
-            folder = Path(tempfile.mkdtemp(prefix="plain-python-", dir=scratch))
-            (folder / VIEW_NAME).symlink_to(view_folder())
-            _PLAIN_PYTHON.append(make_private_environment(folder / "env"))
-        return _PLAIN_PYTHON[0]
-
-
 def _plain_pytest(tree: Path, report: Path, fail_to_pass: set[tuple[str, str]]) -> tuple[bool, str]:
-    python = _plain_python(report.parent.parent)
     env = {
-        "PATH": f"{python / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(report.parent),
         "PYTHONPATH": "src",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    command = [str(python / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
     proc = subprocess.run(command, cwd=tree, env=env, capture_output=True, timeout=60, check=False)
     if not report.is_file():
         return False, f"no report (exit {proc.returncode})"
