@@ -272,10 +272,11 @@ def test_the_forged_and_the_wall_figures_are_both_shown(grade_perf: Callable[...
 
 @pytest.mark.slow
 def test_an_edited_benchmark_is_reset_and_reported(grade_perf: Callable[..., GradeComponent]) -> None:
-    perf = grade_perf({**HONEST, **EDIT_BENCH})
+    perf = steady_honest_grade(lambda: grade_perf({**HONEST, **EDIT_BENCH}))
     assert perf.details["modified"] == ["bench.py"]
-    # The base's bench.py ran: the honest half of the patch is measured, not the edit.
-    assert isinstance(perf.details["speedup"], float) and 1.6 < perf.details["speedup"] < 2.5
+    # The base's bench.py ran: the honest half of the patch is measured (about 2x; an idle run here measured
+    # 1.42x once), not the edit, whose timed region does no work at all (far beyond 3x).
+    assert isinstance(perf.details["speedup"], float) and 1.15 < perf.details["speedup"] <= 3.0
 
 
 @pytest.mark.slow
