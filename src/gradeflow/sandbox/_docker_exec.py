@@ -129,11 +129,19 @@ def _wait(api: Any, exec_id: str, reader: _Reader, deadline: float) -> bool:
         reader.join(max(0.0, min(poll, deadline - time.perf_counter())))
         if not reader.is_alive():
             return True
-        if not api.exec_inspect(exec_id)["Running"]:
+        if _ended(api.exec_inspect(exec_id)):
             return True
         if time.perf_counter() >= deadline:
             return False
         poll = min(poll * 2, _MAX_POLL)
+
+
+def _ended(state: dict[str, Any]) -> bool:
+    """Whether an exec's process has ended. Not running reads the same before the engine has started it (a busy
+    machine's engine may take a while), so an exec counts as ended only once it has an exit code or has had a
+    process (``Pid``): taken for ended at once, a late start left :func:`exit_code` two seconds for the whole
+    command."""
+    return not state["Running"] and (state.get("ExitCode") is not None or bool(state.get("Pid")))
 
 
 def exit_code(api: Any, exec_id: str, wait: float = _EXIT_CODE_WAIT) -> int:
