@@ -6,7 +6,8 @@ running gradeflow, so that ``pytest``, ``pip`` and whatever the user installed b
 plugin, the project's test dependencies) need no install per run. Shown whole, that layer also held the grader's
 engine: Prefect, its server's and client's libraries, gradeflow itself. A task's code could then import them, tests
 could pass only where they happen to be installed, and pytest loaded every ``pytest11`` plugin among them at each
-start (``anyio``'s alone cost 0.17 s of CPU per pytest run here, twice a grade and more: see ``costs.md``).
+start (``anyio``'s alone cost about 0.05 s of CPU per pytest run on an idle machine, twice a grade and more: see
+``costs.md``).
 
 So the private environment names a *view* of the site folder instead (:func:`view_folder`): a folder of links to
 its entries, minus those of the distributions that only gradeflow's own requirements reach (the closure of
@@ -51,9 +52,11 @@ def site_folders() -> tuple[str, ...]:
 
 def hidden_distributions(folder: str) -> set[str]:
     """Names of the distributions in ``folder`` that only gradeflow's own requirements reach."""
-    found: dict[str, metadata.Distribution] = {
-        canonicalize_name(d.metadata["Name"] or ""): d for d in metadata.distributions(path=[folder])
-    }
+    return _hidden(list(metadata.distributions(path=[folder])))
+
+
+def _hidden(distributions: list[metadata.Distribution]) -> set[str]:
+    found = {_name(d): d for d in distributions}
     own = _closure(found, [canonicalize_name(OWN)])
     others = _closure(found, [name for name in found if name not in own])
     return own - others
@@ -85,14 +88,18 @@ def _entries(distribution: metadata.Distribution) -> set[str]:
     return {file.parts[0] for file in files if file.parts and file.parts[0] != ".."}
 
 
+def _name(distribution: metadata.Distribution) -> str:
+    return canonicalize_name(distribution.metadata["Name"] or "")
+
+
 def _split(folder: str) -> list[str]:
-    """The entries of ``folder`` a task sees, sorted."""
-    hidden_names = hidden_distributions(folder)
+    """The entries of ``folder`` a task sees, sorted (its distributions' metadata read once)."""
+    distributions = list(metadata.distributions(path=[folder]))
+    hidden_names = _hidden(distributions)
     hidden: set[str] = set()
     kept: set[str] = set()
-    for distribution in metadata.distributions(path=[folder]):
-        name = canonicalize_name(distribution.metadata["Name"] or "")
-        (hidden if name in hidden_names else kept).update(_entries(distribution))
+    for distribution in distributions:
+        (hidden if _name(distribution) in hidden_names else kept).update(_entries(distribution))
     return sorted(entry for entry in os.listdir(folder) if entry not in hidden or entry in kept)
 
 

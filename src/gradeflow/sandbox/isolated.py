@@ -275,15 +275,12 @@ class IsolatedSandbox(LocalSandbox):
         return tuple(shown)
 
     def _show_host_packages(self) -> None:
-        """Bound read-only where :data:`~gradeflow.sandbox.local.HOST_HOOK` looks (:meth:`_host_packages`)."""
-
-    def shown_folders(self) -> dict[str, str]:
-        return {} if self._root is not None else super().shown_folders()
+        """Bound read-only where :data:`~gradeflow.sandbox.local.HOST_HOOK` looks (:meth:`_host_packages`); none
+        over a root (the root's own Python: nothing of this host's)."""
+        self._view = view_folder() if self._root is None else None
 
     def _host_packages(self) -> tuple[tuple[str, str], ...]:
-        if self._root is not None:  # the root's own Python: nothing of this host's
-            return ()
-        return ((str(view_folder()), str(self._scratch / VIEW_NAME)),)
+        return () if self._view is None else ((str(self._view), str(self._scratch / VIEW_NAME)),)
 
     def _make_python(self, folder: Path) -> Path:
         if self._root is None:

@@ -164,8 +164,10 @@ class LocalSandbox(Sandbox):
         return Path(tempfile.mkdtemp())  # named as any: commands see its path (HOME, the environment)
 
     def _show_host_packages(self) -> None:
-        """The view of gradeflow's site folder beside the private environment, where :data:`HOST_HOOK` finds it."""
-        (self._scratch / VIEW_NAME).symlink_to(view_folder())
+        """The view of gradeflow's site folder beside the private environment, where :data:`HOST_HOOK` finds it
+        (:attr:`_view`, looked up once per sandbox)."""
+        self._view: Path | None = view_folder()
+        (self._scratch / VIEW_NAME).symlink_to(self._view)
 
     def _make_python(self, folder: Path) -> Path:
         """The sandbox's private Python environment at ``folder``."""
@@ -284,7 +286,7 @@ class LocalSandbox(Sandbox):
         return {name: str(self._scratch / name) for name in ("env", "home")}
 
     def shown_folders(self) -> dict[str, str]:
-        return {VIEW_NAME: str(self._scratch / VIEW_NAME)}
+        return {} if self._view is None else {VIEW_NAME: str(self._scratch / VIEW_NAME)}
 
     def export_environment(self, folder: Path) -> None:
         archive_roots(self.environment_roots(), folder)
