@@ -1,8 +1,9 @@
 """What a trial costs, side by side in one run: ``nop`` trials per minute at concurrency 1 and 2, and a
 trial of a ``sed`` agent over a grade of the same diff.
 
-On examples/calc in the isolated sandbox, against one temporary Prefect server, after one grade that
-builds the baseline (every figure after it finds the baseline cached):
+On examples/calc in the isolated sandbox, against gradeflow's local Prefect server (the one ``gradeflow run``
+starts and reuses) under a temporary ``GRADEFLOW_HOME``, after one grade that builds the baseline (every
+figure after it finds the baseline cached):
 
 - ``nop`` x N through ``run_trials`` (one ``run-trials`` flow run, a subflow per trial) into a fresh
   ledger, at concurrency 1 then 2: trials per minute of wall time;
@@ -15,16 +16,16 @@ builds the baseline (every figure after it finds the baseline cached):
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from prefect.testing.utilities import prefect_test_harness
-
 from gradeflow.agents import TrialConfig, plan_trials, run_trials
 from gradeflow.api import grade
+from gradeflow.engine.local_server import stop_server, use_local_server
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.spec import load_task
 
@@ -63,19 +64,29 @@ def _grade_seconds() -> float:
 
 
 def main(count: int, repeat: int) -> None:
-    with tempfile.TemporaryDirectory() as scratch, prefect_test_harness(server_startup_timeout=60):
+    with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        warm = _grade_seconds()
-        print(f"first grade (builds the baseline): {warm:.2f} s")
-        for concurrency in (1, 2):
-            seconds = _trials(folder, "nop", count, concurrency, f"nop-c{concurrency}")
-            print(f"nop x{count} at concurrency {concurrency}: {seconds:.2f} s, {60 * count / seconds:.1f} trials/min")
-        trial, graded = [], []
-        for turn in range(repeat):
-            trial.append(_trials(folder, f"sed -i '{FIX}' src/calc.py", 1, 1, f"sed-{turn}"))
-            graded.append(_grade_seconds())
-        t, g = statistics.median(trial), statistics.median(graded)
-        print(f"sed trial {t:.2f} s vs grade of the same diff {g:.2f} s (medians of {repeat}): x{t / g:.2f}")
+        os.environ["GRADEFLOW_HOME"] = str(folder / "home")
+        os.environ.pop("PREFECT_API_URL", None)
+        use_local_server()
+        try:
+            _measure(folder, count, repeat)
+        finally:
+            stop_server()
+
+
+def _measure(folder: Path, count: int, repeat: int) -> None:
+    warm = _grade_seconds()
+    print(f"first grade (builds the baseline): {warm:.2f} s")
+    for concurrency in (1, 2):
+        seconds = _trials(folder, "nop", count, concurrency, f"nop-c{concurrency}")
+        print(f"nop x{count} at concurrency {concurrency}: {seconds:.2f} s, {60 * count / seconds:.1f} trials/min")
+    trial, graded = [], []
+    for turn in range(repeat):
+        trial.append(_trials(folder, f"sed -i '{FIX}' src/calc.py", 1, 1, f"sed-{turn}"))
+        graded.append(_grade_seconds())
+    t, g = statistics.median(trial), statistics.median(graded)
+    print(f"sed trial {t:.2f} s vs grade of the same diff {g:.2f} s (medians of {repeat}): x{t / g:.2f}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,36 @@ def gradeflow_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("GRADEFLOW_HOME", None)
     else:
         os.environ["GRADEFLOW_HOME"] = previous
+
+
+@contextmanager
+def _immediate_test_server() -> Iterator[None]:
+    """``prefect_test_harness`` serving the app of :func:`gradeflow.engine._prefect_server.create_app`, as the local
+    server gradeflow starts does: its SQLite transactions begun IMMEDIATE. As shipped, flow runs created while
+    another write commits (the suite's concurrent grades) are refused with a 503 the client retries after about 2 s.
+    """
+    import subprocess
+    import sys
+
+    import prefect.testing.utilities as harness
+    from prefect.server.api.server import SubprocessASGIServer
+    from prefect.settings import get_current_settings
+
+    class ImmediateServer(SubprocessASGIServer):
+        def _run_uvicorn_command(self) -> subprocess.Popen[bytes]:
+            # Prefect's own command line for its test server, with the factory replaced.
+            argv = [sys.executable, "-m", "uvicorn", "--factory", "gradeflow.engine._prefect_server:create_app"]
+            argv += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "error", "--lifespan", "on"]
+            shown = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+            settings = get_current_settings().to_environment_variables(exclude_unset=True)
+            return subprocess.Popen(argv, env={**os.environ, **shown, **settings})
+
+    original = harness.SubprocessASGIServer
+    harness.SubprocessASGIServer = ImmediateServer  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        harness.SubprocessASGIServer = original  # type: ignore[misc]
 
 
 @pytest.fixture(scope="session")
@@ -75,6 +106,7 @@ def prefect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     }
     with (
         temporary_settings(settings),
+        _immediate_test_server(),
         prefect_test_harness(server_startup_timeout=60),
     ):
         yield

@@ -158,7 +158,9 @@ def _start(home: Path) -> LocalServer:
     env.pop("PREFECT_API_URL", None)
     # The UI's pages call the API the UI was told of (by default 127.0.0.1:4200): this server's own.
     env["PREFECT_UI_API_URL"] = f"http://127.0.0.1:{port}/api"
-    command = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)]
+    # Prefect's CLI, its SQLite transactions begun IMMEDIATE (see gradeflow.engine._prefect_server).
+    command = [sys.executable, "-m", "gradeflow.engine._prefect_server", "server", "start"]
+    command += ["--host", "127.0.0.1", "--port", str(port)]
     with (home / "server.log").open("ab") as log:
         process = subprocess.Popen(
             command, env=env, stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True
