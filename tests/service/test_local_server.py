@@ -101,11 +101,9 @@ def test_two_first_calls_racing_end_with_one_server_that_refuses_no_write(own_ho
 
 
 def _post(url: str, body: dict[str, object]) -> list[dict[str, Any]]:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return list(json.loads(answer.read()))
+    status, answer = _request(url, body)
+    assert 200 <= status < 300, (url, status)
+    return list(answer)
 
 
 def _request(url: str, body: dict[str, object]) -> tuple[int, Any]:

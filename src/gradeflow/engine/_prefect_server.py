@@ -32,8 +32,10 @@ def immediate_sqlite_transactions() -> bool:
         return False
     config = getattr(configurations, "AioSqliteConfiguration", None)
     original = getattr(config, "begin_transaction", None)
-    if config is None or original is None or getattr(original, "_gradeflow_immediate", False):
-        return original is not None and getattr(original, "_gradeflow_immediate", False)
+    if config is None or original is None:
+        return False
+    if getattr(original, "_gradeflow_immediate", False):  # made so already
+        return True
 
     @asynccontextmanager
     async def begin_transaction(self: Any, session: Any, with_for_update: bool = False) -> AsyncIterator[Any]:
