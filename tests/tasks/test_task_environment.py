@@ -16,8 +16,15 @@ import pytest
 
 from gradeflow import grade
 from gradeflow.models import TaskSpec
+from gradeflow.sandbox._local_procs import pid_namespace_available
 from gradeflow.sandbox.local import LocalSandbox
-from gradeflow.tasks._environment import capture_environment, import_environment, lay_workspace, tree_manifest
+from gradeflow.tasks._environment import (
+    TaskEnvironment,
+    capture_environment,
+    import_environment,
+    lay_workspace,
+    tree_manifest,
+)
 
 BUILD_SYSTEM = """[build-system]
 requires = ["setuptools"]
@@ -252,3 +259,73 @@ def test_nothing_is_laid_or_rewritten_through_a_link_the_candidate_planted(tmp_p
     assert (outside / "where.txt").read_text() == f"{base}\n"
     assert sorted(p.name for p in outside.iterdir()) == ["where.txt"]
     assert (candidate / "src" / "where.txt").read_text() == f"{candidate}\n"
+
+
+SETUP_WITH_PACKAGE = (
+    "mkdir -p $VIRTUAL_ENV/share && head -c 65536 /dev/urandom > $VIRTUAL_ENV/share/data.bin"
+    " && printf '#!%s/bin/python\\n' $VIRTUAL_ENV > $VIRTUAL_ENV/bin/tool && chmod +x $VIRTUAL_ENV/bin/tool"
+    " && echo setup > $HOME/note"
+)
+
+
+def _captured(tmp_path: Path) -> tuple[Path, TaskEnvironment]:
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "mod.py").write_text("x = 1\n")
+    before = tree_manifest(base)
+    with LocalSandbox(base) as box:
+        assert box.run(SETUP_WITH_PACKAGE, env={}, timeout=30).ok
+        environment = capture_environment(box, before, tmp_path / "environment")
+    return base, environment
+
+
+@pytest.mark.skipif(not pid_namespace_available(), reason="mounts need root and unshare")
+def test_the_local_sandbox_as_root_mounts_the_environment_shared_and_read_only(tmp_path: Path) -> None:
+    base, environment = _captured(tmp_path)
+    assert environment.layered == ["env", "home"]
+    layers = environment.folder / "layers"
+    data = (layers / "env" / "share" / "data.bin").read_bytes()
+    one, two = LocalSandbox(base), LocalSandbox(base)
+    try:
+        for box in (one, two):
+            import_environment(environment, box, base)
+        write = "cmp $VIRTUAL_ENV/share/data.bin {data} && echo one >> $HOME/note && touch $VIRTUAL_ENV/share/mine"
+        assert one.run(write.format(data=layers / "env" / "share" / "data.bin"), env={}, timeout=30).ok
+        seen = two.run("cat $HOME/note; ls $VIRTUAL_ENV/share; head -1 $VIRTUAL_ENV/bin/tool", env={}, timeout=30)
+        again = one.run("cat $HOME/note; ls $VIRTUAL_ENV/share", env={}, timeout=30)
+        # Nothing of the environment was copied into either sandbox: its files are the shared layer's, mounted.
+        for box in (one, two):
+            assert not (Path(box.environment_roots()["env"]) / "share").exists()
+        two_env = two.environment_roots()["env"]
+    finally:
+        one.close()
+        two.close()
+    # Each sandbox's writes are its own, kept across its commands; the shared layer is never written.
+    assert seen.stdout.splitlines() == ["setup", "data.bin", f"#!{two_env}/bin/python"]
+    assert again.stdout.splitlines() == ["setup", "one", "data.bin", "mine"]
+    assert (layers / "home" / "note").read_text() == "setup\n"
+    assert sorted(p.name for p in (layers / "env" / "share").iterdir()) == ["data.bin"]
+    assert (layers / "env" / "share" / "data.bin").read_bytes() == data
+
+
+@pytest.mark.skipif(not pid_namespace_available(), reason="mounts need root and unshare")
+def test_a_restored_workspace_drops_the_writes_over_the_mounted_environment(tmp_path: Path) -> None:
+    base, environment = _captured(tmp_path)
+    with LocalSandbox(base) as box:
+        import_environment(environment, box, base)
+        box.export_workspace(tmp_path / "saved.tar")
+        assert box.run("echo later >> $HOME/note && rm $VIRTUAL_ENV/share/data.bin", env={}, timeout=30).ok
+        box.import_workspace(tmp_path / "saved.tar")
+        result = box.run("cat $HOME/note; ls $VIRTUAL_ENV/share", env={}, timeout=30)
+    assert result.stdout.splitlines() == ["setup", "data.bin"]
+
+
+def test_without_a_mount_namespace_each_sandbox_gets_a_copy(tmp_path: Path) -> None:
+    base, environment = _captured(tmp_path)
+    with LocalSandbox(base, pid_namespace=False) as box:
+        assert not box.mounts_layers
+        import_environment(environment, box, base)
+        result = box.run("cat $HOME/note; head -1 $VIRTUAL_ENV/bin/tool", env={}, timeout=30)
+        env_root = box.environment_roots()["env"]
+        assert (Path(env_root) / "share" / "data.bin").is_file()
+    assert result.stdout.splitlines() == ["setup", f"#!{env_root}/bin/python"]

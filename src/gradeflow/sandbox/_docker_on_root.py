@@ -43,7 +43,9 @@ _SCRIPTS = {"pip": ("pip._internal.cli.main", "main"), "pytest": ("pytest", "con
 class DockerRootSandbox(DockerSandbox):
     """A container of a root's image with a private environment at :data:`ENV_DIR` (see the module)."""
 
-    mounts_layers: ClassVar[bool] = True
+    @property
+    def mounts_layers(self) -> bool:
+        return True
 
     def __init__(
         self,

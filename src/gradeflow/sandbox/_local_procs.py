@@ -6,8 +6,9 @@ Two ways to contain a command's processes, chosen once per process (:func:`pid_n
   ``unshare --pid --fork --kill-child --mount-proc``. When its shell ends, or at the timeout, the
   namespace's first process dies and the kernel kills every process left in it, daemons that called
   ``setsid`` included. ``/proc`` inside shows the namespace's own processes. Its mount namespace (private
-  propagation) also lets the sandbox lay a folder over a site folder of an interpreter outside its environment
-  for that command alone (:class:`Containment`'s ``overlays``: how the harness joins a task's own venv).
+  propagation) also lets the sandbox mount overlays for that command alone (:class:`Containment`'s
+  ``overlays``): a folder laid over a site folder of an interpreter outside its environment (how the harness
+  joins a task's own venv), and the task's environment from its shared read-only layers.
 - **a marker and a scan** (any user): the command's environment carries a fresh random token in
   :data:`MARKER`; after the command, every process whose environment holds the token or whose session
   is the command's is killed, until none is left. A process that re-executes itself with an emptied
@@ -33,7 +34,18 @@ from typing import IO, Protocol
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox.base import OutputCapture
 
-__all__ = ["MARKER", "CommandContainment", "Containment", "Drain", "Feed", "kill_group", "pid_namespace_available"]
+__all__ = [
+    "MARKER",
+    "OVERLAY_UNSAFE",
+    "CommandContainment",
+    "Containment",
+    "Drain",
+    "Feed",
+    "Overlay",
+    "kill_group",
+    "overlay_options",
+    "pid_namespace_available",
+]
 
 MARKER = "GRADEFLOW_COMMAND_TOKEN"
 """The variable that marks a command's processes when no PID namespace is used."""
@@ -63,6 +75,18 @@ def _probe() -> bool:
         return False
 
 
+Overlay = tuple[str, tuple[str, ...], str | None]
+"""``(folder, lower folders, upper folder)``: an overlay at ``folder``, the later lower folders on top."""
+OVERLAY_UNSAFE = frozenset(":,\\")
+"""Characters the overlay's options cannot hold in a folder's path (they separate folders and options)."""
+
+
+def overlay_options(lowers: tuple[str, ...], upper: str | None) -> str:
+    """The mount options of an overlay of ``lowers`` (the later on top), writable into ``upper`` when given."""
+    options = f"lowerdir={':'.join(reversed(lowers))}"
+    return options if upper is None else f"{options},upperdir={upper},workdir={upper}-work"
+
+
 class CommandContainment(Protocol):
     """How one command is started and ended: the local sandbox's :class:`Containment`, the isolated one's bwrap."""
 
@@ -87,9 +111,10 @@ class Containment:
     pass_fds: tuple[int, ...] = ()
     """Descriptors the started process keeps (none here)."""
 
-    def __init__(self, pid_namespace: bool, overlays: tuple[tuple[str, str], ...] = ()) -> None:
-        """``overlays``: ``(folder, layer)`` pairs, each ``layer`` shown read-only over ``folder`` (which shows
-        through it) in the command's mount namespace; only with ``pid_namespace`` (none is made without)."""
+    def __init__(self, pid_namespace: bool, overlays: tuple[Overlay, ...] = ()) -> None:
+        """``overlays``: each ``(folder, lowers, upper)`` an overlay mounted at ``folder`` in the command's mount
+        namespace, the later ``lowers`` on top, read-only without an ``upper`` (else its writes land there, its
+        work folder ``upper + '-work'``); only with ``pid_namespace`` (none is made without)."""
         self.pid_namespace = pid_namespace
         self.token = "" if pid_namespace else secrets.token_hex(16)
         self.overlays = overlays if pid_namespace else ()
@@ -106,10 +131,8 @@ class Containment:
         del command
         if self.overlays and self._failed in stderr:
             why = stderr[: stderr.index(self._failed)].strip().splitlines()
-            folders = ", ".join(folder for folder, _ in self.overlays)
-            raise SandboxUnavailable(
-                f"local sandbox: cannot lay gradeflow's harness over {folders}: {why[-1] if why else 'no output'}"
-            )
+            folders = ", ".join(folder for folder, _, _ in self.overlays)
+            raise SandboxUnavailable(f"local sandbox: cannot mount over {folders}: {why[-1] if why else 'no output'}")
 
     def disk_full(self, exit_code: int | None) -> bool:
         """Whether the command ended because it hit a disk limit (the local sandbox sets none)."""
@@ -135,9 +158,9 @@ class Containment:
     def argv(self, command: str) -> list[str]:
         if self.pid_namespace:
             mounts = "".join(
-                f"mount -t overlay gradeflow-site -o {shlex.quote(f'lowerdir={layer}:{folder}')} "
+                f"mount -t overlay gradeflow -o {shlex.quote(overlay_options(lowers, upper))} "
                 f"{shlex.quote(folder)} || {{ echo {self._failed} >&2; exit 125; }}\n"
-                for folder, layer in self.overlays
+                for folder, lowers, upper in self.overlays
             )
             return [*_UNSHARE, "/bin/sh", "-c", mounts + _WAITER, "gradeflow", command]
         return ["/bin/sh", "-c", command]

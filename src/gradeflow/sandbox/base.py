@@ -377,8 +377,11 @@ class Sandbox(abc.ABC):
         """Replace each root's content with ``folder/<name>.tar`` (as :meth:`export_environment` wrote it,
         possibly relocated); a root without a tar is left as it is."""
 
-    mounts_layers: ClassVar[bool] = False
-    """Whether :meth:`mount_environment` shows a built environment without copying it (the isolated sandbox)."""
+    @property
+    def mounts_layers(self) -> bool:
+        """Whether :meth:`mount_environment` shows a built environment without copying it (the isolated sandbox;
+        the local sandbox as root; the docker sandbox on a root)."""
+        return False
 
     def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
         """Show the environment roots from shared read-only ``layers`` (see :attr:`mounts_layers`)."""

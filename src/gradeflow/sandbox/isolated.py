@@ -65,13 +65,10 @@ from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
     SandboxFactory,
-    archive_tree,
     check_free_space,
     default_disk,
-    member_path,
     numeric_user,
     remove_tree,
-    replace_tree,
     run_true_in_fresh_sandbox,
 )
 from gradeflow.sandbox.local import HARNESS_HOOK, LocalSandbox, write_scripts
@@ -161,7 +158,6 @@ class IsolatedSandbox(LocalSandbox):
         ``/home/<user>`` as ``HOME`` and the tree inside it (also still at its own path, where the environment
         set up for the task may name it)."""
         self._root = settings.root
-        self._layers: list[tuple[str, tuple[str, ...], str]] = []
         self._as_root = os.geteuid() == 0
         # A shaped run's disk is the size of the workspace's on the host, as a plain run there reads it.
         like = host_workspace if shape is not None else None
@@ -343,59 +339,25 @@ class IsolatedSandbox(LocalSandbox):
                 raise SandboxUnavailable(f"isolated sandbox: {exc}") from None
         self._handed_over = True
 
-    mounts_layers: ClassVar[bool] = True
+    @property
+    def mounts_layers(self) -> bool:
+        return True
 
     def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
-        """Show each environment root (``env``, ``home``) as an overlay: the shared read-only ``layers[name]``,
-        under it nothing, over it the ``fixes`` (member → content: setup's files that named its paths, rewritten
-        to this sandbox's), and writes in a layer of this sandbox's own, gone with it.
-
-        Commands then run as ``owner`` (the layers' owner) unless the task names its user."""
+        """As the local sandbox mounts them (bwrap lays the overlays); commands then run as ``owner`` (the layers'
+        owner) unless the task names its user."""
         if self._settings.own_user and self._as_root:
             settings = copy.copy(self._settings)
             settings.uid = settings.gid = owner
             self._settings = settings
             self._accounts = self._write_accounts()
-        roots = self.environment_roots()
-        for name, layer in layers.items():
-            lowers = [str(layer)]
-            if fixes.get(name):
-                fixed = self._scratch / f"{name}-fixed"
-                for member, data in fixes[name].items():
-                    target = fixed / member_path(member)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
-                    target.chmod((layer / member_path(member)).stat().st_mode & 0o7777)
-                lowers.append(str(fixed))
-            upper = self._scratch / f"{name}-upper"
-            upper.mkdir()
-            (self._scratch / f"{name}-upper-work").mkdir()
-            self._layers.append((roots[name], tuple(lowers), str(upper)))
+        super().mount_environment(layers, fixes, owner)
         self._handed_over = False
-
-    def _uppers(self) -> list[str]:
-        return [upper for _, _, upper in self._layers]
-
-    def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
-        if not self._layers:
-            super().export_workspace(archive, max_bytes)
-            return
-        # The environment is the shared layers plus this sandbox's writes, which an import throws away.
-        archive_tree(Path(self._tree), archive, max_bytes)
 
     def import_workspace(self, archive: Path) -> None:
         if self._workspace_layer is not None:  # the archive replaces the host folder itself, under no overlay
             self._workspace_layer.discard()
-        if self._layers:
-            replace_tree(Path(self._tree), archive)
-            for upper in self._uppers():
-                for folder in (Path(upper), Path(upper + "-work")):
-                    remove_tree(folder, ignore_errors=True)
-                    folder.mkdir()
-            remove_tree(self._scratch / "tmp")
-            (self._scratch / "tmp").mkdir()
-        else:
-            super().import_workspace(archive)
+        super().import_workspace(archive)
         self._handed_over = False
 
     def import_environment(self, folder: Path) -> None:

@@ -17,6 +17,9 @@ venv: ``PYTHONPATH=src /opt/venvs/proj/bin/python -m pytest``) joins the harness
 a folder holding the harness's site file is laid read-only over its site folders, for the harnessed commands
 alone, in the command's own mount namespace (root only; elsewhere such a run may not load the harness, and the
 base run's failure says why and what to do).
+
+What the task's ``setup`` built (``HOME`` and the private environment) is mounted the same way as root, from
+the layers shared by every run (:meth:`LocalSandbox.mount_environment`); not root, each sandbox gets a copy.
 """
 
 from __future__ import annotations
@@ -40,7 +43,15 @@ from gradeflow.errors import SandboxUnavailable
 from gradeflow.models import TaskSpec
 from gradeflow.sandbox._bwrap import interpreter_folders
 from gradeflow.sandbox._host_packages import VIEW_NAME, view_digest, view_folder
-from gradeflow.sandbox._local_procs import CommandContainment, Containment, Drain, Feed, pid_namespace_available
+from gradeflow.sandbox._local_procs import (
+    OVERLAY_UNSAFE,
+    CommandContainment,
+    Containment,
+    Drain,
+    Feed,
+    Overlay,
+    pid_namespace_available,
+)
 from gradeflow.sandbox.base import (
     BASE_ENV,
     CommandResult,
@@ -51,6 +62,7 @@ from gradeflow.sandbox.base import (
     archive_roots,
     archive_tree,
     check_free_space,
+    member_path,
     remove_tree,
     replace_tree,
     restore_roots,
@@ -148,6 +160,8 @@ class LocalSandbox(Sandbox):
         self._harnessed = False
         """A harness (or recorder) was installed: its commands get the overlays of :attr:`_interpreters`."""
         self._pid_namespace = pid_namespace_available() if pid_namespace is None else pid_namespace
+        self._layers: list[Overlay] = []
+        """The environment's roots mounted from shared layers (:meth:`mount_environment`), in every command."""
         self._scratch = self._make_scratch()
         for name in ("out", "home", "tmp", "harness"):
             (self._scratch / name).mkdir()
@@ -244,12 +258,13 @@ class LocalSandbox(Sandbox):
         """How the next command (of at most ``timeout`` seconds) is started and its processes ended (the isolated
         sandbox wraps it in bwrap)."""
         del timeout
-        if not (self._harnessed and self._pid_namespace and self._interpreters):
-            return Containment(self._pid_namespace)
-        layer = str(self._harness_site_layer())
-        sites = (site for prefix in self._interpreters for site in interpreter_site_folders(prefix))
-        # The overlay's options separate folders by ``:`` and options by ``,``: a folder holding one cannot be laid.
-        return Containment(True, tuple((site, layer) for site in sites if not set(site) & set(":,\\")))
+        overlays = list(self._layers)
+        if self._harnessed and self._pid_namespace and self._interpreters:
+            layer = str(self._harness_site_layer())
+            sites = (site for prefix in self._interpreters for site in interpreter_site_folders(prefix))
+            # A folder whose path holds a character the overlay's options use cannot be laid.
+            overlays += [(site, (site, layer), None) for site in sites if not set(site) & OVERLAY_UNSAFE]
+        return Containment(self._pid_namespace, tuple(overlays))
 
     def _harness_site_layer(self) -> Path:
         """A folder holding one site file that makes the sandbox's harness folder a site folder, laid over an
@@ -288,6 +303,49 @@ class LocalSandbox(Sandbox):
     def shown_folders(self) -> dict[str, str]:
         return {} if self._view is None else {VIEW_NAME: str(self._scratch / VIEW_NAME)}
 
+    @property
+    def mounts_layers(self) -> bool:
+        """As root, where every command has a mount namespace of its own: see :meth:`mount_environment`."""
+        return self._pid_namespace
+
+    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+        """Show each environment root (``env``, ``home``) as an overlay in every command's mount namespace: the
+        shared read-only ``layers[name]``, over it the ``fixes`` (member → content: setup's files that named its
+        paths, rewritten to this sandbox's), and the commands' writes in a layer of this sandbox's own, kept
+        across its commands and gone with it. The layers themselves are never written."""
+        del owner  # the local sandbox's commands run as gradeflow's user (root), who reads every layer
+        roots = self.environment_roots()
+        for name, layer in layers.items():
+            lowers = [str(layer)]
+            if fixes.get(name):
+                fixed = self._scratch / f"{name}-fixed"
+                for member, data in fixes[name].items():
+                    target = fixed / member_path(member)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    target.chmod((layer / member_path(member)).stat().st_mode & 0o7777)
+                lowers.append(str(fixed))
+            upper = self._scratch / f"{name}-upper"
+            unsafe = [folder for folder in (*lowers, str(upper), roots[name]) if set(folder) & OVERLAY_UNSAFE]
+            if unsafe:
+                raise SandboxUnavailable(
+                    f"{self.kind} sandbox: cannot mount the task's environment from {unsafe[0]}: "
+                    "a path holding ':', ',' or '\\' cannot be an overlay's folder"
+                )
+            upper.mkdir()
+            (self._scratch / f"{name}-upper-work").mkdir()
+            self._layers.append((roots[name], tuple(lowers), str(upper)))
+
+    def _uppers(self) -> list[str]:
+        return [upper for _, _, upper in self._layers if upper is not None]
+
+    def _empty_uppers(self) -> None:
+        """The commands' writes over the mounted environment thrown away (the shared layers show again)."""
+        for upper in self._uppers():
+            for folder in (Path(upper), Path(upper + "-work")):
+                remove_tree(folder, ignore_errors=True)
+                folder.mkdir()
+
     def export_environment(self, folder: Path) -> None:
         archive_roots(self.environment_roots(), folder)
 
@@ -296,6 +354,8 @@ class LocalSandbox(Sandbox):
 
     def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
         archive_tree(Path(self._tree), archive, max_bytes)
+        if self._layers:  # the environment is the shared layers plus this sandbox's writes, which an import drops
+            return
         # Not beside HOME, where a command would find it by a relative path.
         if self._saved is None:
             self._saved = Path(tempfile.mkdtemp(prefix="gradeflow-saved-"))
@@ -307,7 +367,9 @@ class LocalSandbox(Sandbox):
     def import_workspace(self, archive: Path) -> None:
         # In place: an editable install made by setup names the workspace's and the environment's paths.
         replace_tree(Path(self._tree), archive)
-        if self._saved is not None:
+        if self._layers:
+            self._empty_uppers()
+        elif self._saved is not None:
             for name in ("home", "env"):
                 remove_tree(self._scratch / name)
                 shutil.copytree(self._saved / name, self._scratch / name, symlinks=True)
