@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import time
 from pathlib import Path
@@ -255,3 +257,55 @@ def test_the_task_environment_is_carried_to_a_new_container(
     # HOME and the workspace as setup left them (data.txt removed), owned by the command user.
     assert (tool, generated, listing) == ("tool:/workspace", "gen", "gen.txt")
     assert owner == uid != "0"
+
+
+def _gradeflow_tmpfs_mounts() -> list[str]:
+    return [line for line in Path("/proc/mounts").read_text().splitlines() if line.startswith("gradeflow-home ")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="HOME's writes go to a tmpfs gradeflow mounts as root")
+def test_home_is_mounted_from_the_shared_layer_under_a_bounded_layer_of_each_containers_own(
+    docker_client: Any, workspace: Path, tmp_path: Path, no_leftovers: None
+) -> None:
+    del docker_client, no_leftovers
+    factory = DockerSandboxFactory(EnvironmentSpec(sandbox="docker", memory="256m", pids=64, disk="16m"))
+    setup = "mkdir -p $HOME/.local/lib && head -c 1048576 /dev/urandom > $HOME/.local/lib/pkg.bin && echo s > $HOME/n"
+    with factory.open(workspace) as box:
+        assert box.run(setup, env={}, timeout=30).ok
+        environment = capture_environment(box, tree_manifest(workspace), tmp_path / "environment")
+    assert box.mounts_layers and environment.layered == ["home"]
+    layer = environment.folder / "layers" / "home"
+    data = (layer / ".local" / "lib" / "pkg.bin").read_bytes()
+    # The layers are root's alone on the host: they belong to the command user, who may be a user here too.
+    assert (environment.folder / "layers").stat().st_mode & 0o077 == 0
+    assert layer.stat().st_uid == factory.settings.uid
+    one, two = factory.open(workspace), factory.open(workspace)
+    try:
+        for box in (one, two):
+            import_environment(environment, box, workspace)
+        assert len(_gradeflow_tmpfs_mounts()) == 2
+        mounted = one.run(
+            "awk '$2 == \"/home/grader\" {print $3}' /proc/mounts; md5sum < $HOME/.local/lib/pkg.bin",
+            env={},
+            timeout=30,
+        )
+        wrote = one.run(
+            "echo one >> $HOME/n && mkdir $HOME/.local/lib/mine && rm $HOME/.local/lib/pkg.bin", env={}, timeout=30
+        )
+        other = two.run("cat $HOME/n; ls $HOME/.local/lib", env={}, timeout=30)
+        again = one.run("cat $HOME/n; ls $HOME/.local/lib", env={}, timeout=30)
+        full = one.run("head -c 32m /dev/zero > $HOME/big", env={}, timeout=30)
+    finally:
+        one.close()
+        two.close()
+    assert mounted.stdout.split()[0] == "overlay", mounted
+    assert mounted.stdout.split()[1] == hashlib.md5(data).hexdigest()
+    assert wrote.ok, wrote
+    assert other.stdout.split() == ["s", "pkg.bin"]
+    assert again.stdout.split() == ["s", "one", "mine"]
+    # HOME's writes are bounded by environment.disk, as the tmpfs it replaces was.
+    assert full.disk_full, full
+    # The shared layer is never written, and nothing of the containers' own layers is left on the host.
+    assert sorted(p.name for p in (layer / ".local" / "lib").iterdir()) == ["pkg.bin"]
+    assert (layer / "n").read_text() == "s\n"
+    assert _gradeflow_tmpfs_mounts() == []

@@ -239,3 +239,41 @@ def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again
     for done in (mounted, again):
         assert done.stdout == "/opt/venv 42\n" and "Read-only file system" in done.stderr, done
     assert not (layer / "planted").exists()
+
+
+NETWORK_TESTS = (
+    "import socket\n\nimport pytest\nimport six\n\n\ndef test_offline():\n    with pytest.raises(OSError):\n"
+    "        socket.create_connection(('pypi.org', 443), timeout=5).close()\n\n\n"
+    "def test_six_from_setup():\n    assert six.PY3\n"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.usefixtures("prefect")
+def test_setup_on_a_root_under_docker_gets_the_network_the_tests_do_not_mounted_or_copied(
+    tmp_path: Path, docker_client: Any, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del no_leftovers
+    probe = "import socket; socket.create_connection(('pypi.org', 443), timeout=10).close()"
+    setup = f'python -c "{probe}" && pip install -q --no-deps six && echo built >> "$HOME/builds"'
+    environment = {**BULLSEYE, "sandbox": "docker", "setup_network": True}
+    path = _task(tmp_path, environment=environment, setup=setup)
+    (tmp_path / "repo" / "tests" / "test_net.py").write_text(NETWORK_TESTS)
+    spec = yaml.safe_load(path.read_text())
+    spec["tests"]["pass_to_pass"] += ["tests/test_net.py::test_offline", "tests/test_net.py::test_six_from_setup"]
+    path.write_text(yaml.safe_dump(spec))
+    task = load_task(path)
+    mounted = grade(task, patch=FIX, sandbox="docker")
+    assert (mounted.status, mounted.passed, mounted.reason_codes) == ("graded", True, []), mounted.summary()
+    # An engine that cannot see this host's folders (a remote one) gets the environment copied in instead.
+    from gradeflow.sandbox import _docker_layers
+
+    monkeypatch.setitem(_docker_layers._seen, str(docker_client.api.base_url), False)
+    copied = grade(task, patch=FIX, sandbox="docker")
+    assert (copied.status, copied.passed, copied.reason_codes) == ("graded", True, []), copied.summary()
+    assert not grade(task, patch=WRONG, sandbox="docker").passed
+    from gradeflow.config import cache_dir
+
+    builds = list(cache_dir().glob(f"baselines/{task.task_id}-*/environment/layers/home/builds"))
+    assert len(builds) == 1 and builds[0].read_text() == "built\n"  # built once, with the network, for all three

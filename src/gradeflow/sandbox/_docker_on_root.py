@@ -9,8 +9,9 @@ environment at :data:`ENV_DIR` over the root's ``python3`` and its system packag
 ``pytest`` are its; installs go there, never into the read-only root), as the isolated sandbox's commands have on
 a root. What ``setup`` left there and in ``HOME`` is captured once per baseline and unpacked on the host
 (:mod:`gradeflow.tasks._environment`); every later container gets the unpacked environment bound read-only at
-:data:`ENV_DIR` (nothing copied: a command cannot write there) and its own copy of ``HOME`` (small, and written
-by tools).
+:data:`ENV_DIR` (nothing copied: a command cannot write there) and ``HOME`` as the docker sandbox mounts it (the
+layer under a tmpfs of the container's own: :mod:`gradeflow.sandbox._docker_layers`). Both need the engine on
+this machine; elsewhere both are copied into each container.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ import tarfile
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from docker.types import Mount
+
 from gradeflow.environments.roots import Root, RootRecipe, ensure_root
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox._docker_engine import ENGINE_ERRORS, HOME_DIR, WORKSPACE, remove_container
 from gradeflow.sandbox._docker_files import get_tree
-from gradeflow.sandbox._docker_io import owned_copy, tree_archive
+from gradeflow.sandbox._docker_io import owned_copy
 from gradeflow.sandbox._docker_root import root_image
 from gradeflow.sandbox.base import SandboxDescription
 from gradeflow.sandbox.docker import ENGINE_WAIT, DockerSandbox, DockerSandboxFactory, DockerSettings
@@ -43,10 +46,6 @@ _SCRIPTS = {"pip": ("pip._internal.cli.main", "main"), "pytest": ("pytest", "con
 class DockerRootSandbox(DockerSandbox):
     """A container of a root's image with a private environment at :data:`ENV_DIR` (see the module)."""
 
-    @property
-    def mounts_layers(self) -> bool:
-        return True
-
     def __init__(
         self,
         client: Any,
@@ -59,7 +58,6 @@ class DockerRootSandbox(DockerSandbox):
     ) -> None:
         """``python``: ``major.minor`` of the root's ``python3``."""
         self._python = python
-        self._host_workspace = host_workspace
         self._env_layer: Path | None = None
         """The host folder bound read-only at :data:`ENV_DIR` (``None``: a fresh private environment)."""
         super().__init__(client, settings, image_id, host_workspace, shape)
@@ -69,7 +67,8 @@ class DockerRootSandbox(DockerSandbox):
         if self._env_layer is None:
             options["tmpfs"] = {**options["tmpfs"], ENV_DIR: self._settings.tmpfs()[WORKSPACE]}
         else:
-            options["volumes"] = {str(self._env_layer): {"bind": ENV_DIR, "mode": "ro"}}
+            bound = Mount(ENV_DIR, str(self._env_layer), type="bind", read_only=True)
+            options["mounts"] = [*options.get("mounts", []), bound]
         return options
 
     def _create(self, image_id: str, host_workspace: Path) -> Any:
@@ -110,24 +109,10 @@ class DockerRootSandbox(DockerSandbox):
             raise SandboxUnavailable(f"docker sandbox: cannot copy {ENV_DIR} in: {exc}") from None
 
     def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
-        """A new container with ``layers['env']`` bound read-only at :data:`ENV_DIR` and a copy of ``layers['home']``
-        in ``HOME``. The container's paths are those setup ran with, so nothing needs rewriting (``fixes``)."""
-        del owner  # the layers are read by the task's user, as setup's files were written
-        if any(fixes.values()):
-            raise SandboxUnavailable("docker sandbox: setup's environment names paths this container does not have")
-        old, self._container = self._container, None
-        if old is not None:
-            remove_container(old)
+        """A new container with ``layers['env']`` bound read-only at :data:`ENV_DIR`, ``HOME`` as the docker
+        sandbox mounts it (:meth:`DockerSandbox.mount_environment`)."""
         self._env_layer = layers.get("env")
-        self._container = self._create(self._image_id, self._host_workspace)
-        home = layers.get("home")
-        if home is None:
-            return
-        try:
-            with tree_archive(home) as archive:
-                self._put(self._container, HOME_DIR, archive, clear=True)
-        except _COPY_ERRORS as exc:
-            raise SandboxUnavailable(f"docker sandbox: cannot copy {HOME_DIR} in: {exc}") from None
+        super().mount_environment(layers, fixes, owner)
 
 
 def private_environment(python: str) -> IO[bytes]:

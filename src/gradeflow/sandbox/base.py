@@ -383,6 +383,11 @@ class Sandbox(abc.ABC):
         the local sandbox as root; the docker sandbox on a root)."""
         return False
 
+    def layer_owner(self, drawn: int) -> int:
+        """Who owns the environment's layers unpacked from this sandbox's roots: ``drawn`` (a user of their own,
+        drawn per environment), or a user this sandbox's commands must be to write over them."""
+        return drawn
+
     def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
         """Show the environment roots from shared read-only ``layers`` (see :attr:`mounts_layers`)."""
         raise NotImplementedError(f"the {type(self).__name__} copies environments (import_environment)")

@@ -66,6 +66,7 @@ from gradeflow.sandbox._docker_engine import (
 from gradeflow.sandbox._docker_exec import finish, run_exec
 from gradeflow.sandbox._docker_files import get_file, get_tree, put_tree
 from gradeflow.sandbox._docker_io import harness_archive, owned_copy, tree_archive
+from gradeflow.sandbox._docker_layers import HomeUpper, engine_sees_host
 from gradeflow.sandbox._docker_site import harness_site_image
 from gradeflow.sandbox.base import (
     BASE_ENV,
@@ -152,7 +153,11 @@ class DockerSandbox(Sandbox):
         """Why the workspace did not fit in ``environment.disk``; then every command is ``disk_full``."""
         self._broken: str | None = None
         self._image_id = image_id
+        self._host_workspace = host_workspace
         self._saved_home: Path | None = None
+        self._home_layer: Path | None = None
+        """The host folder under ``HOME`` (``None``: ``HOME`` is a tmpfs): :meth:`mount_environment`."""
+        self._home_upper: HomeUpper | None = None
         self._container: Any = self._create(image_id, host_workspace)
 
     def _create(self, image_id: str, host_workspace: Path) -> Any:
@@ -180,8 +185,21 @@ class DockerSandbox(Sandbox):
         return container
 
     def _container_options(self) -> dict[str, Any]:
-        """Keyword arguments of ``containers.create`` beyond the image, the command and the user."""
-        return self._settings.container_options()
+        """Keyword arguments of ``containers.create`` beyond the image, the command and the user: with a ``home``
+        layer, ``HOME`` is the engine's overlay of it under a fresh tmpfs of this container's own."""
+        options = self._settings.container_options()
+        if self._home_layer is None:
+            return options
+        self._drop_home_upper()
+        self._home_upper = HomeUpper(self._settings.disk, self._settings.uid, self._settings.gid)
+        options["tmpfs"] = {k: v for k, v in options["tmpfs"].items() if k != HOME_DIR}
+        options["mounts"] = [self._home_upper.mount(HOME_DIR, self._home_layer)]
+        return options
+
+    def _drop_home_upper(self) -> None:
+        upper, self._home_upper = self._home_upper, None
+        if upper is not None:
+            upper.close()
 
     def _path(self) -> str:
         """``PATH`` of every command (the task's ``env`` may override it)."""
@@ -325,9 +343,46 @@ class DockerSandbox(Sandbox):
         except _IMPORT_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy {HOME_DIR} in: {exc}") from None
 
+    @property
+    def mounts_layers(self) -> bool:
+        """Where the engine runs on this machine and gradeflow is root (:mod:`gradeflow.sandbox._docker_layers`)."""
+        return engine_sees_host(self._client, self._image_id)
+
+    def layer_owner(self, drawn: int) -> int:
+        """The command user: ``HOME``'s layer lies under its writes, in folders it must be able to write."""
+        del drawn
+        return self._settings.uid
+
+    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+        """A new container whose ``HOME`` shows ``layers['home']`` (shared, read-only, never copied) under the
+        commands' writes, in a tmpfs of ``environment.disk`` bytes of its own. The container's paths are those
+        setup ran with, so nothing needs rewriting (``fixes``)."""
+        del owner  # the layers belong to the command user (layer_owner), as setup's files did
+        if any(fixes.values()):
+            raise SandboxUnavailable("docker sandbox: setup's environment names paths this container does not have")
+        self._home_layer = layers.get("home")
+        self._made_again()
+
+    def _made_again(self) -> None:
+        """The container replaced by a fresh one over the workspace it started with (see the subclasses)."""
+        old, self._container = self._container, None
+        if old is not None:
+            remove_container(old)
+        self._container = self._create(self._image_id, self._host_workspace)
+
     def export_workspace(self, archive: Path, max_bytes: int | None = None) -> None:
-        """Copy ``/workspace`` out to ``archive``, and ``HOME`` to a host file kept for :meth:`import_workspace`."""
+        """Copy ``/workspace`` out to ``archive``, and ``HOME`` (unless mounted from the environment's layer:
+        :meth:`import_workspace` drops the writes over it) to a host file kept for :meth:`import_workspace`."""
         container = self._live()
+        if self._home_layer is not None:
+            try:
+                with archive.open("wb") as out:
+                    get_tree(
+                        self._client.api, container.id, WORKSPACE, out, user=self._settings.user, max_bytes=max_bytes
+                    )
+            except ENGINE_ERRORS as exc:
+                raise SandboxUnavailable(f"docker sandbox: cannot copy the workspace out: {exc}") from None
+            return
         if self._saved_home is None:
             handle, name = tempfile.mkstemp(prefix="gradeflow-home-", suffix=".tar")
             os.close(handle)
@@ -349,7 +404,7 @@ class DockerSandbox(Sandbox):
         with tempfile.TemporaryDirectory(prefix="gradeflow-empty-") as empty:
             self._container = self._create(self._image_id, Path(empty))
         parts = [(WORKSPACE, archive)]
-        if self._saved_home is not None:
+        if self._saved_home is not None and self._home_layer is None:
             parts.append((HOME_DIR, self._saved_home))
         try:
             for folder, source in parts:
@@ -363,6 +418,7 @@ class DockerSandbox(Sandbox):
         container, self._container = self._container, None
         if container is not None:
             remove_container(container)
+        self._drop_home_upper()
         if self._saved_home is not None:
             self._saved_home.unlink(missing_ok=True)
 

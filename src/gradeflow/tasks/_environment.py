@@ -148,8 +148,9 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
         naming[archive] = _scan(folder / f"{archive}.tar", olds, digest, archive)
     removed = sorted(p for p, sig in before.items() if p not in seen and sig[0] != "dir")
     digest.update("\0".join(removed).encode())
-    owner = _LAYER_UIDS[0] + int(digest.hexdigest()[:8], 16) % _LAYER_UIDS[1]
-    layered = _unpack_layers(folder, roots, owner) if sandbox.mounts_layers else []
+    drawn = _LAYER_UIDS[0] + int(digest.hexdigest()[:8], 16) % _LAYER_UIDS[1]
+    owner = sandbox.layer_owner(drawn)
+    layered = _unpack_layers(folder, roots, owner, private=owner != drawn) if sandbox.mounts_layers else []
     environment = TaskEnvironment(
         folder=folder,
         digest=f"sha256:{digest.hexdigest()}",
@@ -168,9 +169,13 @@ _LAYER_UIDS = (260_000, 60_000)
 """First uid and how many: the owners of unpacked layers, apart from the isolated sandbox's per-run users."""
 
 
-def _unpack_layers(folder: Path, roots: dict[str, str], owner: int) -> list[str]:
-    """Each root's archive unpacked once into ``layers/<name>``, owned by ``owner`` (as root); the names."""
+def _unpack_layers(folder: Path, roots: dict[str, str], owner: int, *, private: bool) -> list[str]:
+    """Each root's archive unpacked once into ``layers/<name>``, owned by ``owner`` (as root); the names.
+    ``private``: ``owner`` may be a user of this host (the docker sandbox's command user), so the layers' folder
+    is root's alone (the engine, as root, mounts them; no user of this host reaches them)."""
     done = []
+    if private and os.geteuid() == 0:
+        (folder / "layers").mkdir(mode=0o700)
     for name in sorted(roots):
         archive = folder / f"{name}.tar"
         if not archive.is_file():
