@@ -36,3 +36,12 @@ for image in /tmp/tmp*/disk.ext4 /tmp/gradeflow-isolated-*/disk.ext4; do
   rm -rf --one-file-system -- "$folder" && removed=$((removed + 1))
 done
 echo "clean-sandboxes: $removed left-over sandbox disks removed"
+# The docker sandbox's tmpfs under HOME's writes (gradeflow-home, in /tmp/gradeflow-home-upper-*): left mounted by
+# a killed process once no container uses it (the engine's overlay over it went with the container).
+home_left=0
+for target in $(findmnt -rn -t tmpfs -S gradeflow-home -o TARGET 2>/dev/null); do
+  [[ $target == /tmp/gradeflow-home-upper-* ]] || continue
+  findmnt -rn -t overlay -o OPTIONS | grep -qF "upperdir=$target/" && continue
+  umount -l "$target" 2>/dev/null && rmdir "$target" 2>/dev/null && home_left=$((home_left + 1))
+done
+echo "clean-sandboxes: $home_left left-over docker HOME layers removed"
