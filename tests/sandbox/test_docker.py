@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import docker.errors
 import pytest
 from pydantic import ValidationError
 
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
-from gradeflow.sandbox import DEFAULT_IMAGE, DockerSandbox, DockerSandboxFactory
+from gradeflow.sandbox import DEFAULT_IMAGE, DockerSandbox, DockerSandboxFactory, _docker_layers
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.tasks._environment import capture_environment, import_environment, lay_workspace, tree_manifest
 
@@ -309,3 +310,18 @@ def test_home_is_mounted_from_the_shared_layer_under_a_bounded_layer_of_each_con
     assert sorted(p.name for p in (layer / ".local" / "lib").iterdir()) == ["pkg.bin"]
     assert (layer / "n").read_text() == "s\n"
     assert _gradeflow_tmpfs_mounts() == []
+
+
+def test_the_engine_is_asked_once_whether_it_finds_a_folder_of_this_host(docker_client: Any) -> None:
+    image = docker_client.images.get(DEFAULT_IMAGE).id
+    assert _docker_layers._binds_here(docker_client, image)  # the suite's engine runs here
+
+    class Elsewhere:
+        """An engine on another machine: a bind of a folder made here is refused as docker refuses it."""
+
+        class containers:
+            @staticmethod
+            def create(*args: Any, **kwargs: Any) -> Any:
+                raise docker.errors.APIError("invalid mount config for type bind: bind source path does not exist")
+
+    assert not _docker_layers._binds_here(Elsewhere(), image)

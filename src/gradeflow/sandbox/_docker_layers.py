@@ -36,13 +36,22 @@ _seen: dict[str, bool] = {}
 
 
 def engine_sees_host(client: Any, image_id: str) -> bool:
-    """Whether the engine runs on this machine (it finds a folder just made here) and gradeflow is root; asked
-    once per engine address and remembered for the process."""
+    """Whether the engine runs on this machine (it finds a folder just made here) and gradeflow can mount a
+    tmpfs (root); asked once per engine address and remembered for the process."""
     key = str(client.api.base_url)
     with _lock:
         if key not in _seen:
-            _seen[key] = os.geteuid() == 0 and _binds_here(client, image_id)
+            _seen[key] = os.geteuid() == 0 and _mounts_here() and _binds_here(client, image_id)
         return _seen[key]
+
+
+def _mounts_here() -> bool:
+    """Whether this process may mount a tmpfs (root in a container without the right to mount may not)."""
+    try:
+        HomeUpper(1 << 20, os.getuid(), os.getgid()).close()
+    except (SandboxUnavailable, OSError):
+        return False
+    return True
 
 
 def _binds_here(client: Any, image_id: str) -> bool:
