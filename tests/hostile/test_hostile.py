@@ -43,11 +43,13 @@ def test_cases_are_well_formed() -> None:
     # whose setup needs pip (the docker image has none), an attack on pluggy's newer class layout (the
     # image has pluggy 1.0), one on pytest 8+'s folder-by-folder collection (the image has pytest 7) and
     # those on the varied run's user, paths, /dev, root folders, /sys and disk (which only the isolated sandbox changes)
+    # and the class claims pytest.raises believes from 8.4 on (the image has pytest 7, which checks the raised type)
     # skip docker; only class 5 (limits only a container has) skips isolated.
     isolated_only = {c.name for c in CASES if "docker" not in c.sandboxes}
     expected = {"c2-shadow-base-plugin", "c3-rt-hookcaller-call-swap", "c3-conftest-written-at-import"}
     expected |= {"c3-vw-sandbox-user", "c3-vw-workspace-path", "c3-vw-dev-entries", "c3-vw-run-folder"}
     expected |= {"c3-vw-disk-size", "c3-vw-disk-empty", "c3-vw-sys-absent"}
+    expected |= {"c3-class-spoof-getattribute", "c3-class-spoof-type-call"}
     assert isolated_only == expected | {c.name for c in CASES if c.task == "editable"}
     assert {c.klass for c in CASES if "isolated" not in c.sandboxes} <= {5}
 

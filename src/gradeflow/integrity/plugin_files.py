@@ -38,6 +38,7 @@ PARTS = (
     "versions",
     "sources",
     "compared",
+    "claimed",
     "internals",
     "call_writes",
     "machinery",

@@ -13,6 +13,7 @@ import pytest
 from .audit import install_audit
 from .call_writes import _call_writes, _verdict_modules
 from .channel import _read_channel, _signer
+from .claimed import _claimed_classes
 from .compared import _compared_values
 from .function_layers import _test_functions
 from .internals import _pytest_internals
@@ -78,6 +79,9 @@ def _make_harness(config_text):
     pytest_folders = tuple(os.path.dirname(m.__file__) + os.sep for m in (pytest, _pytest, unittest) if m.__file__)
     missing = object()
     record["patched"] = []
+    # Before the standard library's and pytest's state is taken: the wrapped helpers are that state.
+    claimed_labels = record["patched"]
+    _claimed_classes(config.get("workspace"), lambda label: label in claimed_labels or claimed_labels.append(label))
     record["foreign_code"] = []
     record["misplaced_code"] = []
     record["hook_files"] = []
