@@ -60,12 +60,17 @@ MACHINE_FOLDERS: tuple[tuple[str, bool], ...] = (
     ("/mnt", False),
     ("/media", False),
     ("/srv", False),
+    ("/opt", False),
+    ("/boot", False),
+    ("/var", False),
+    *((f"/var/{name}", False) for name in ("backups", "cache", "lib", "local", "log", "mail", "opt", "spool", "tmp")),
     ("/sys", False),
 )
-"""``(folder, whether a tmpfs of its own)``: folders every machine's root has and the isolated sandbox's lacks,
-made empty in a shaped run, in this order: code that behaves only while ``/run`` is missing sees it there, as on
-a developer's machine. ``/sys`` is then a read-only sysfs of the run's own network namespace where the sandbox
-numbers its processes (as root, without the network: :attr:`~gradeflow.sandbox._bwrap.View.machine`)."""
+"""``(folder, whether a tmpfs of its own)``: folders every machine's root has (the Filesystem Hierarchy Standard's
+top folders and ``/var``'s) and the isolated sandbox's lacks, made empty in a shaped run, in this order: code that
+behaves only while ``/run`` or ``/var`` is missing sees it there, as on a developer's machine. ``/sys`` is then a
+read-only sysfs of the run's own network namespace where the sandbox numbers its processes (as root, without the
+network: :attr:`~gradeflow.sandbox._bwrap.View.machine`)."""
 UNSET_VARIABLES = ("PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "TZ", "LC_ALL")
 """Variables every sandbox sets for its runs that a shaped run leaves out (unless the task's ``env`` sets them):
 Python then draws its own hash seed and caches bytecode (in the run's disposable copies), the time zone is the
