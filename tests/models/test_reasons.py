@@ -25,6 +25,8 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 NOT_CODES = {
     "check-ignore",
     "site-packages",  # a folder name (the isolated sandbox's private environment on a root)
+    "gradeflow-home",  # the source name of the docker sandbox's tmpfs under HOME's writes
+    "upper-work",  # a folder name (that tmpfs's overlay work folder)
     "host-site-packages",  # folder names: the view of gradeflow's site folder a sandbox shows, and their store
     "host-packages",
     "pytest-log",  # tests.report's log formats
