@@ -26,7 +26,7 @@ from docker.types import DriverConfig, Mount
 
 from gradeflow.errors import SandboxUnavailable
 from gradeflow.sandbox._docker_engine import ENGINE_ERRORS, SANDBOX_LABEL, remove_container
-from gradeflow.sandbox._local_procs import OVERLAY_UNSAFE, overlay_options
+from gradeflow.sandbox._local_procs import check_overlay_folders, overlay_options
 
 __all__ = ["HomeUpper", "engine_sees_host"]
 
@@ -88,12 +88,7 @@ class HomeUpper:
 
     def mount(self, target: str, layer: Path) -> Mount:
         """The engine's overlay at ``target``: ``layer`` under this tmpfs's writes."""
-        for folder in (str(layer), str(self.upper)):
-            if set(folder) & OVERLAY_UNSAFE:
-                raise SandboxUnavailable(
-                    f"docker sandbox: cannot mount the task's environment from {folder}: "
-                    "a path holding ':', ',' or '\\' cannot be an overlay's folder"
-                )
+        check_overlay_folders("docker", (str(layer), str(self.upper)))
         options = {"type": "overlay", "device": "overlay", "o": overlay_options((str(layer),), str(self.upper))}
         return Mount(target, None, type="volume", driver_config=DriverConfig("local", options))
 

@@ -28,6 +28,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -42,6 +43,7 @@ __all__ = [
     "Drain",
     "Feed",
     "Overlay",
+    "check_overlay_folders",
     "kill_group",
     "overlay_options",
     "pid_namespace_available",
@@ -79,6 +81,17 @@ Overlay = tuple[str, tuple[str, ...], str | None]
 """``(folder, lower folders, upper folder)``: an overlay at ``folder``, the later lower folders on top."""
 OVERLAY_UNSAFE = frozenset(":,\\")
 """Characters the overlay's options cannot hold in a folder's path (they separate folders and options)."""
+
+
+def check_overlay_folders(kind: str, folders: Iterable[str]) -> None:
+    """``SandboxUnavailable`` naming the first of ``folders`` an overlay's options cannot hold (``kind``: the
+    sandbox's)."""
+    unsafe = [folder for folder in folders if set(folder) & OVERLAY_UNSAFE]
+    if unsafe:
+        raise SandboxUnavailable(
+            f"{kind} sandbox: cannot mount the task's environment from {unsafe[0]}: "
+            "a path holding ':', ',' or '\\' cannot be an overlay's folder"
+        )
 
 
 def overlay_options(lowers: tuple[str, ...], upper: str | None) -> str:

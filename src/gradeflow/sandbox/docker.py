@@ -374,21 +374,15 @@ class DockerSandbox(Sandbox):
         """Copy ``/workspace`` out to ``archive``, and ``HOME`` (unless mounted from the environment's layer:
         :meth:`import_workspace` drops the writes over it) to a host file kept for :meth:`import_workspace`."""
         container = self._live()
-        if self._home_layer is not None:
-            try:
-                with archive.open("wb") as out:
-                    get_tree(
-                        self._client.api, container.id, WORKSPACE, out, user=self._settings.user, max_bytes=max_bytes
-                    )
-            except ENGINE_ERRORS as exc:
-                raise SandboxUnavailable(f"docker sandbox: cannot copy the workspace out: {exc}") from None
-            return
-        if self._saved_home is None:
-            handle, name = tempfile.mkstemp(prefix="gradeflow-home-", suffix=".tar")
-            os.close(handle)
-            self._saved_home = Path(name)
+        parts = [(WORKSPACE, archive)]
+        if self._home_layer is None:
+            if self._saved_home is None:
+                handle, name = tempfile.mkstemp(prefix="gradeflow-home-", suffix=".tar")
+                os.close(handle)
+                self._saved_home = Path(name)
+            parts.append((HOME_DIR, self._saved_home))
         try:
-            for source, target in ((WORKSPACE, archive), (HOME_DIR, self._saved_home)):
+            for source, target in parts:
                 with target.open("wb") as out:
                     get_tree(self._client.api, container.id, source, out, user=self._settings.user, max_bytes=max_bytes)
         except ENGINE_ERRORS as exc:

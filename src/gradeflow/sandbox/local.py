@@ -50,6 +50,7 @@ from gradeflow.sandbox._local_procs import (
     Drain,
     Feed,
     Overlay,
+    check_overlay_folders,
     pid_namespace_available,
 )
 from gradeflow.sandbox.base import (
@@ -326,12 +327,7 @@ class LocalSandbox(Sandbox):
                     target.chmod((layer / member_path(member)).stat().st_mode & 0o7777)
                 lowers.append(str(fixed))
             upper = self._scratch / f"{name}-upper"
-            unsafe = [folder for folder in (*lowers, str(upper), roots[name]) if set(folder) & OVERLAY_UNSAFE]
-            if unsafe:
-                raise SandboxUnavailable(
-                    f"{self.kind} sandbox: cannot mount the task's environment from {unsafe[0]}: "
-                    "a path holding ':', ',' or '\\' cannot be an overlay's folder"
-                )
+            check_overlay_folders(self.kind, (*lowers, str(upper), roots[name]))
             upper.mkdir()
             (self._scratch / f"{name}-upper-work").mkdir()
             self._layers.append((roots[name], tuple(lowers), str(upper)))

@@ -12,10 +12,11 @@ What it left is kept in a folder beside the pristine repository:
 For the isolated sandbox, and the local one as root, the roots are also kept unpacked (``layers/<name>``,
 owned by one user of their own) and every run mounts them read-only as the lower layer of an overlay: nothing
 is copied, the run's writes land in a layer of its own that dies with it, and the few files that name setup's
-paths are rewritten into a small layer over them. The docker sandbox on a ``debian:`` root binds the private
-environment's layer read-only into every container and copies ``HOME`` in. Every run lays the workspace files
-setup made over its tree, except where the tree differs from the base (the candidate's own change wins); other
-sandboxes (docker on an image, local without root) get their own copy of the roots, imported into the sandbox.
+paths are rewritten into a small layer over them. The docker sandbox, with the engine on this machine, shows
+``HOME``'s layer under a writable layer of each container's own and binds a ``debian:`` root's private
+environment read-only (:mod:`gradeflow.sandbox._docker_layers`). Every run lays the workspace files setup made
+over its tree, except where the tree differs from the base (the candidate's own change wins); other sandboxes
+(local without root, docker with a remote engine) get their own copy of the roots, imported into the sandbox.
 The old paths are rewritten to the new ones in the files that named them (an editable install names the
 workspace; a console script names the environment's interpreter). The candidate's packaging (``pyproject.toml``,
 ``setup.py``, entry points) never runs and installs nothing: a patch that changes its dependencies or

@@ -79,9 +79,13 @@ def _make_harness(config_text):
     pytest_folders = tuple(os.path.dirname(m.__file__) + os.sep for m in (pytest, _pytest, unittest) if m.__file__)
     missing = object()
     record["patched"] = []
+
+    def note_patched(label):
+        if label not in record["patched"]:
+            record["patched"].append(label)
+
     # Before the standard library's and pytest's state is taken: the wrapped helpers are that state.
-    claimed_labels = record["patched"]
-    _claimed_classes(config.get("workspace"), lambda label: label in claimed_labels or claimed_labels.append(label))
+    _claimed_classes(config.get("workspace"), note_patched)
     record["foreign_code"] = []
     record["misplaced_code"] = []
     record["hook_files"] = []
@@ -94,10 +98,6 @@ def _make_harness(config_text):
         name: sys.modules[name] for name in ("pytest", "_pytest", "unittest", "pluggy") if name in sys.modules
     }
     standard_rebound = _standard_library(config.get("workspace"), record["started"])
-
-    def note_patched(label):
-        if label not in record["patched"]:
-            record["patched"].append(label)
 
     verdict_modules = _verdict_modules()
     decisive_spaces, writes_start, writes_after, builtins_rebound, compared_kind, underlying = _call_writes(
