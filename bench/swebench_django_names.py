@@ -1,6 +1,6 @@
 """SWE-bench Verified's Django test names: how many gradeflow maps to test ids, how many it leaves out.
 
-Every Django row of SWT-bench's page set (113 rows of SWE-bench Verified; ``bench/swebench_django.py``
+Every Django row of SWT-bench's page set (113 rows of SWE-bench; ``bench/_swebench_rows.py``
 says where the pages and Django's history come from) is imported with gradeflow's table and no commands
 file (``import_instances``, as ``gradeflow task import-swebench`` runs it). Printed per list, side by side:
 the names, those the name rule alone leaves out (``map_test_name``: Django's ``test (module.Class)`` and node
@@ -39,7 +39,7 @@ def _git(repo: Path, *args: str) -> str:
 
 def _rows(pages: Path) -> list[dict[str, Any]]:
     sys.path.insert(0, str(Path(__file__).parent))
-    from swebench_django import row_from_page  # the page reader of the grading bench
+    from _swebench_rows import row_from_page  # the page reader of the grading bench
 
     names = _git(pages, "ls-tree", "--name-only", f"HEAD:{PAGES}/").split()
     instances = sorted(name.removesuffix(".md") for name in names if name.startswith("django__django-"))
