@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from builders import make_task
-from gradeflow.errors import PatchDoesNotApply, PathEscape, SpecError
+from gradeflow.errors import BaselineBroken, PatchDoesNotApply, PathEscape, SpecError
 from gradeflow.models import TaskSpec
 from gradeflow.tasks._patching import apply_patch, changed_files, graded_patch, stage_checkout
 from gradeflow.tasks.repo import materialize, resolve_base
@@ -93,6 +93,23 @@ def test_a_checkout_that_tracks_a_cache_folder_changes_nothing_it_did_not_touch(
     (repo / "pkg" / "__pycache__" / "shipped.txt").unlink()
     stage_checkout(tmp_path / "ws", repo)
     assert {c.path: c.status for c in changed_files(tmp_path / "ws")}["pkg/__pycache__/shipped.txt"] == "removed"
+
+
+def test_a_commit_whose_file_content_is_missing_is_a_broken_baseline(tmp_path: Path) -> None:
+    # A mirror that lists a large file and lacks its blob: git checks out the rest and exits 0.
+    repo = tmp_path / "upstream"
+    (repo / "data").mkdir(parents=True)
+    (repo / "a.py").write_text("X = 1\n")
+    (repo / "data" / "table.dat").write_text("a large data file\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "one")
+    head = _git(repo, "rev-parse", "HEAD").strip()
+    blob = _git(repo, "rev-parse", "HEAD:data/table.dat").strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    base = resolve_base(TaskSpec.model_validate(make_task(repo=str(repo), base_revision=head)))
+    with pytest.raises(BaselineBroken, match=r"lacks the content of 1 file\(s\) of .*: data/table.dat"):
+        materialize(base, tmp_path / "ws")
 
 
 def test_an_unknown_revision_is_a_spec_error(git_repo: tuple[Path, str, str]) -> None:

@@ -119,6 +119,13 @@ def _checkout(repo: Path, revision: str, dest: Path) -> None:
     """
     git(dest.parent, "clone", "-q", "--shared", "--no-checkout", str(repo.resolve()), str(dest))
     git(dest, "checkout", "-q", "--detach", revision)
+    # git writes what it can read and exits 0 when an object is missing (a partial or damaged mirror): the
+    # base would lack the file, and the tests fail for want of it (a data file their code then downloads).
+    listed = git(dest, "ls-files", "--deleted", "-z").stdout.decode(errors="surrogateescape")
+    missing = [path for path in listed.split("\0") if path]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise BaselineBroken(f"{repo} lacks the content of {len(missing)} file(s) of {revision[:12]}: {shown}")
     shutil.rmtree(dest / ".git")
 
 
