@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -128,6 +130,40 @@ def test_a_fork_bomb_left_behind_is_reaped_and_the_next_command_runs(box: Docker
     assert started.stdout.endswith("started\n")
     assert box.run("echo alive", env={}, timeout=10).stdout == "alive\n"
     assert not [p for p in _processes(box) if "bomb-marker" in p]
+
+
+def _keeper_pid(box: DockerSandbox) -> int:
+    """The keeper's process id on this host (the engine runs here)."""
+    found = box._client.api.top(box._live().id, ps_args="-eo pid,args")["Processes"]
+    (pid,) = [int(row[0]) for row in found if row[-1].startswith("python3 -c") and "SIGUSR1" in row[-1]]
+    return pid
+
+
+def test_a_keeper_late_to_its_signal_kills_no_later_command(box: DockerSandbox) -> None:
+    # The keeper takes its signal when it is next scheduled: on a loaded machine, after the next command started.
+    # Held stopped over a command and let go while the next one runs, it must not kill that one.
+    keeper = _keeper_pid(box)
+    os.kill(keeper, signal.SIGSTOP)
+    try:
+        assert box.run("true", env={}, timeout=10).exit_code == 0
+        running = threading.Event()
+
+        def let_go_while_it_runs() -> None:
+            for _ in range(500):
+                rows = box._client.api.top(box._live().id, ps_args="-eo pid,args")["Processes"]
+                if any("sleep 2.5" in row[-1] for row in rows):
+                    running.set()
+                    break
+                time.sleep(0.02)
+            os.kill(keeper, signal.SIGCONT)
+
+        letting_go = threading.Thread(target=let_go_while_it_runs)
+        letting_go.start()
+        result = box.run("sleep 2.5; echo survived", env={}, timeout=30)
+        letting_go.join()
+    finally:
+        os.kill(keeper, signal.SIGCONT)
+    assert running.is_set() and (result.exit_code, result.stdout) == (0, "survived\n"), result
 
 
 def test_the_command_user_cannot_signal_the_keeper(box: DockerSandbox) -> None:

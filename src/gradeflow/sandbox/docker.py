@@ -12,8 +12,10 @@ until signalled to kill the command user's processes. Each
   was written by that command;
 - when a command ends, or its timeout passes, every process of the command user is killed (background
   ones included), so nothing a command left running reaches the next one. When no process can start
-  (a fork bomb filled the pids limit), the engine signals the keeper, which kills them without forking;
-  when even that fails, the engine kills the whole container and the command raises ``SandboxBroken``;
+  (a fork bomb filled the pids limit), the engine signals the keeper, which kills them without forking,
+  and waits for the keeper to say it is done (its output: a keeper scheduled late would otherwise kill the
+  next command's processes, as it did on a loaded machine); when even that fails, the engine kills the
+  whole container and the command raises ``SandboxBroken``;
 - ``oom_killed`` is read from the container's memory cgroup (``oom_kill`` counter), which also catches
   kills inside a ``docker exec`` that the engine's ``OOMKilled`` flag misses;
 - ``cpu_throttled`` and ``cpu_seconds`` come from the container's cpu cgroup counters, read before and after
@@ -91,12 +93,15 @@ __all__ = [
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The container's main process (under docker-init, which forwards signals to it): root with only CAP_KILL,
 # idle until the engine sends it SIGUSR1, then it kills every process of the command user, round after
-# round until none is left. A signal needs no new process, so this works when a fork bomb has taken every
-# pid the limit allows and no exec can start.
+# round until none is left, and writes how many times it has done so to its output (the container's log,
+# which the engine reads without starting a process). A signal needs no new process, so this works when a
+# fork bomb has taken every pid the limit allows and no exec can start.
 _KEEPER_CODE = """
 import os, signal, sys
 uid = int(sys.argv[1])
+done = 0
 def reap(*_):
+    global done
     for _ in range(200):
         found = False
         for name in os.listdir("/proc"):
@@ -107,8 +112,11 @@ def reap(*_):
             except OSError:
                 pass
         if not found:
-            return
+            break
+    done += 1
+    os.write(1, b"reaped %d\\n" % done)
 signal.signal(signal.SIGUSR1, reap)
+os.write(1, b"reaped 0\\n")
 while True:
     signal.pause()
 """
@@ -116,6 +124,9 @@ while True:
 _KEEPER_START = 'command -v python3 >/dev/null && exec python3 -c "$0" "$1"; exec sleep infinity'
 _REAP_TRIES = 8
 _REAP_PAUSE = 0.25
+_KEEPER_WAIT = 10.0
+"""Seconds :func:`keeper_reap` waits for the keeper to say it has finished a round."""
+_KEEPER_SAID = re.compile(rb"reaped (\d+)\n")
 # Empty the output folder (the command user owns everything in it), enter the workspace, run the command.
 _PREPARE = (
     'find "$1" -mindepth 1 -delete 2>/dev/null || { chmod -R u+rwX "$1" && find "$1" -mindepth 1 -delete; } '
@@ -131,6 +142,29 @@ _OOM_KILL = re.compile(rb"^oom_kill (\d+)$", re.MULTILINE)
 _IMPORT_ERRORS: tuple[type[Exception], ...] = (*ENGINE_ERRORS, OSError, tarfile.TarError)
 ENGINE_WAIT = 10.0
 """Seconds a factory waits for the engine to answer before ``SandboxUnavailable``."""
+
+
+def keeper_reap(container: Any, finished: int) -> int:
+    """Signal the keeper to kill the command user's processes and wait (up to :data:`_KEEPER_WAIT`) until it says
+    it finished a round past ``finished``: the count it last said, which is returned. Returns at once when the
+    keeper cannot be signalled or says nothing (an image without Python keeps ``sleep``, which never answers).
+
+    Waiting matters: the keeper takes the signal when it is next scheduled, and a round begun after the next
+    command started would kill that command's processes (seen on a loaded machine as a pytest killed mid-run).
+    """
+    try:
+        container.kill(signal="SIGUSR1")
+    except ENGINE_ERRORS:
+        return finished
+    deadline = time.monotonic() + _KEEPER_WAIT
+    while True:
+        try:
+            said = _KEEPER_SAID.findall(container.logs(stdout=True, stderr=False, tail=2))
+        except ENGINE_ERRORS:
+            return finished
+        if not said or int(said[-1]) > finished or time.monotonic() > deadline:
+            return int(said[-1]) if said else finished
+        time.sleep(0.02)
 
 
 class DockerSandbox(Sandbox):
@@ -149,6 +183,8 @@ class DockerSandbox(Sandbox):
         self._settings = settings
         self._oom_kills = 0
         self._disk_events = 0
+        self._keeper_reaps = 0
+        """How many rounds the keeper has said it finished (:func:`keeper_reap`)."""
         self._no_room: str | None = None
         """Why the workspace did not fit in ``environment.disk``; then every command is ``disk_full``."""
         self._broken: str | None = None
@@ -291,9 +327,9 @@ class DockerSandbox(Sandbox):
         exit_code: int | None = None
         output = b""
         for attempt in range(_REAP_TRIES):
-            with contextlib.suppress(*ENGINE_ERRORS):
-                container.kill(signal="SIGUSR1")
-            time.sleep(_REAP_PAUSE * attempt)
+            if attempt:  # the reaper could not start, or not kill them all: the keeper kills them
+                self._keeper_reaps = keeper_reap(container, self._keeper_reaps)
+                time.sleep(_REAP_PAUSE * attempt)
             try:
                 exit_code, output = container.exec_run(["sh", "-c", _REAP], user=self._settings.user)
             except docker.errors.APIError as exc:  # the engine answered: the container refused the exec
@@ -393,7 +429,7 @@ class DockerSandbox(Sandbox):
         old, self._container = self._container, None
         if old is not None:
             remove_container(old)
-        self._oom_kills = self._disk_events = 0
+        self._oom_kills = self._disk_events = self._keeper_reaps = 0
         self._no_room = None
         with tempfile.TemporaryDirectory(prefix="gradeflow-empty-") as empty:
             self._container = self._create(self._image_id, Path(empty))
