@@ -356,6 +356,39 @@ def test_a_shaped_sandboxs_sys_is_a_read_only_sysfs_of_its_own_network(
     assert "/sys" not in plain.stdout  # the main run's root has none
 
 
+_FLAGS = (
+    "python3 -c \"import os\nfor f in ('/', '/usr', '/etc', '.', os.environ['HOME'], '/tmp', '/proc'):\n"
+    '    i = os.statvfs(f).f_flag; print(f, bool(i & os.ST_NOSUID), bool(i & os.ST_NODEV), bool(i & os.ST_RDONLY))"; '
+    "grep NoNewPrivs /proc/self/status; touch /usr/made /etc/made 2>/dev/null || echo refused"
+)
+"""Whether ``/``, ``/usr``, ``/etc``, the workspace, ``HOME``, ``/tmp`` and ``/proc`` are ``nosuid``, ``nodev`` and
+read-only, one line each; then ``no_new_privs``, and whether ``/usr`` and ``/etc`` refused a file."""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shaped run remounts as root only")
+def test_a_shaped_sandboxs_mounts_are_neither_nosuid_nor_nodev_where_a_machines_are_not(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    with factory.shaped(Shape.drawn("calc")).open(tmp_path) as sandbox:
+        shaped = sandbox.run(_FLAGS, env={}, timeout=30).stdout.splitlines()
+    with factory.open(tmp_path) as sandbox:
+        plain = sandbox.run(_FLAGS, env={}, timeout=30).stdout.splitlines()
+    flags = {line.split()[0]: line.split()[1:] for line in shaped[:7]}
+    # No nosuid but on the kernel's file systems; no nodev on / and the system folders; read-only kept.
+    assert flags.pop("/proc")[0] == "True", shaped
+    assert [flags[f] for f in ("/", "/usr", "/etc")] == [
+        ["False", "False", "False"],
+        ["False", "False", "True"],
+        ["False", "False", "True"],
+    ], shaped
+    # The workspace, HOME and /tmp (written by the command): not nosuid; nodev kept.
+    assert [flags[f][:2] for f in list(flags)[3:]] == [["False", "True"]] * 3, shaped
+    # Nothing opened by it: set-user-id bits are ignored (no_new_privs) and the system stays unwritable.
+    assert shaped[7].split() == ["NoNewPrivs:", "1"] and shaped[8] == "refused", shaped
+    # The main run's mounts are all nosuid and nodev, as bubblewrap makes them.
+    assert all(line.split()[1:3] == ["True", "True"] for line in plain[:7]), plain
+
+
 _DISKS = (
     "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME']):\n"
     "    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev,"

@@ -377,7 +377,8 @@ class BwrapContainment:
         if self.view.machine is not None:
             # Still root, in the command's own namespaces: a best effort, the command runs whatever came of it.
             pid, interface = self.view.machine
-            machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}"]
+            system = " ".join(("/", *_SYSTEM, *_MERGED))
+            machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}", system]
         return [
             *machine,
             "setpriv",
@@ -392,14 +393,25 @@ class BwrapContainment:
 
 
 _MACHINE = (
-    'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
     'command -v ip >/dev/null && ip link add "$2" type veth peer name "$3" 2>/dev/null && ip link set "$2" up; '
     "[ -d /sys ] && mount -t sysfs -o ro,nosuid,nodev,noexec sysfs /sys 2>/dev/null; "
-    'shift 3; exec "$@"'
+    "mounts=$(cut -d ' ' -f 5,6 /proc/self/mountinfo); "
+    'printf "%s\\n" "$mounts" | while read -r point options; do '
+    'case "$point" in /proc|/proc/*|/dev|/dev/*|/sys|/sys/*|/run|/run/*) continue;; esac; '
+    'case " $4 " in *" $point "*) flags=suid,dev;; *) flags=suid;; esac; '
+    'case "$options," in ro,*) flags="$flags,ro";; esac; '
+    'mount -o "remount,bind,$flags" "$point" 2>/dev/null; done; '
+    'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
+    'shift 4; exec "$@"'
 )
-"""Numbers the next processes of the pid namespace from ``$1`` on, adds link ``$2`` (peer ``$3``), mounts a
-read-only ``/sys`` of the command's own network namespace (its links, not the host's: as docker's), runs the
-rest."""
+"""Adds link ``$2`` (peer ``$3``), mounts a read-only ``/sys`` of the command's own network namespace (its links,
+not the host's: as docker's), takes ``nosuid`` off every mount but the kernel's and ``/run``'s and ``nodev`` too off
+``/`` and the system folders (``$4``), keeping ``ro`` where it was (bubblewrap mounts everything ``nosuid,nodev``;
+a machine's ``/``, ``/usr`` and ``/home`` are neither: a patch strict only under ``nosuid`` passed a blind red team),
+then numbers the next processes of the pid namespace from ``$1`` on (after its own) and runs the rest. It opens
+nothing: the command runs with ``no_new_privs`` (set-user-id bits and file capabilities ignored) and without
+``CAP_MKNOD``, and ``nodev`` stays where the command or an environment's build wrote (the workspace, ``HOME``,
+``/tmp``, the environment's layers)."""
 
 _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}

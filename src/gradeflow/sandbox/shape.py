@@ -13,7 +13,8 @@ relative paths, the Python environment, the task's own variables):
   ``/home/<user>/<folder>/<project>``, the variables, a machine's ``/dev`` listing (:attr:`Shape.devices`) and
   root folders (``/run``, ``/mnt``, ``/sys``: :data:`MACHINE_FOLDERS`); no
   file-size limit where cgroups bound the run; as root,
-  process ids from a drawn number on, a network link beside ``lo``, and a disk of the host's size (the file
+  process ids from a drawn number on, a network link beside ``lo``, mounts that are not ``nosuid`` (nor ``nodev``
+  where nothing of the run's was written), and a disk of the host's size (the file
   system under the workspace's host folder: where the main run's is ``environment.disk``) that holds ``/``,
   ``/tmp`` and ``HOME`` too, as a machine's one disk does);
 - docker: the host name and the variables (the image's user, ``HOME`` and ``/workspace`` stay);
