@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
 from gradeflow.sandbox import DEFAULT_IMAGE, DockerSandbox, DockerSandboxFactory, _docker_layers
+from gradeflow.sandbox import docker as docker_module
 from gradeflow.sandbox.factory import sandbox_factory
 from gradeflow.tasks._environment import capture_environment, import_environment, lay_workspace, tree_manifest
 
@@ -164,6 +165,15 @@ def test_a_keeper_late_to_its_signal_kills_no_later_command(box: DockerSandbox) 
     finally:
         os.kill(keeper, signal.SIGCONT)
     assert running.is_set() and (result.exit_code, result.stdout) == (0, "survived\n"), result
+
+
+def test_a_container_whose_main_process_exits_at_once_says_what_it_wrote(
+    docker_client: Any, workspace: Path, no_leftovers: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    del docker_client, no_leftovers
+    monkeypatch.setattr(docker_module, "_KEEPER_START", "echo keeper-went-away >&2; exit 127")
+    with pytest.raises(SandboxUnavailable, match="its main process said: 'keeper-went-away'"):
+        DockerSandboxFactory(SMALL).open(workspace).close()
 
 
 def test_the_command_user_cannot_signal_the_keeper(box: DockerSandbox) -> None:

@@ -144,6 +144,19 @@ ENGINE_WAIT = 10.0
 """Seconds a factory waits for the engine to answer before ``SandboxUnavailable``."""
 
 
+def _main_process_said(container: Any) -> str:
+    """The last lines the container's main process wrote (why a keeper that exited at once did), for an error."""
+    try:
+        tail = container.logs(stdout=True, stderr=True, tail=3).decode(errors="replace").strip()
+    except ENGINE_ERRORS:
+        return ""
+    return (
+        f" (its main process said: {tail[-300:]!r})"
+        if tail and not _KEEPER_SAID.fullmatch(tail.encode() + b"\n")
+        else ""
+    )
+
+
 def keeper_reap(container: Any, finished: int) -> int:
     """Signal the keeper to kill the command user's processes and wait (up to :data:`_KEEPER_WAIT`) until it says
     it finished a round past ``finished``: the count it last said, which is returned. Returns at once when the
@@ -214,9 +227,10 @@ class DockerSandbox(Sandbox):
                 self._put(container, WORKSPACE, archive)
             self._meter: CpuMeter = cpu_meter(self._client.api, container.id)
         except BaseException as exc:
+            said = _main_process_said(container)
             remove_container(container)
             if isinstance(exc, (*ENGINE_ERRORS, OSError)):
-                raise SandboxUnavailable(f"docker sandbox: cannot start over {host_workspace}: {exc}") from None
+                raise SandboxUnavailable(f"docker sandbox: cannot start over {host_workspace}: {exc}{said}") from None
             raise
         return container
 
