@@ -85,8 +85,10 @@ def read_row(instance: str, rows: Path = ROWS) -> dict[str, object]:
 
 
 def has_commit(repo: Path, commit: str) -> bool:
-    found = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
-    return found.returncode == 0
+    """Whether ``repo`` holds ``commit`` and every file's content of it (a snapshot may list a large file and
+    lack its content: gradeflow then refuses the base)."""
+    listed = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-l", commit], capture_output=True, text=True)
+    return listed.returncode == 0 and not any(line.split()[3:4] == ["BAD"] for line in listed.stdout.splitlines())
 
 
 def in_run(run: Path = RUN_REPO) -> set[str]:
