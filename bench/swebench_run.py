@@ -22,7 +22,7 @@ instances' grades and raw runs first (after a change to gradeflow, whose version
 
 The imported tasks are given ``tests.publish_hidden_details: true``: the ledger then keeps the tests step's
 and the grade's times (withheld by default, as the candidate's code steers them); no verdict depends on it.
-Times: "env" the gold grade's baseline step (the environment's build with the network, the base's test run);
+Times: "env" the environment's build (setup with the network, read from its files' times in ``home/``);
 "grade" the mean of the empty and model grades' wall time (the environment built), "tests" their tests step,
 "raw" the test command alone, measured in this run after the grades.
 """
@@ -205,11 +205,22 @@ def regrade(instances: list[str]) -> None:
         path.write_text(json.dumps({k: v for k, v in raw.items() if k not in instances}, indent=1))
 
 
+def environment_build(instance: str) -> float:
+    """Seconds from the start of the instance's environment build (its lock made) to its record written.
+
+    ``evaluate`` builds every task's baseline before the grades (its warm step), so no grade's timings hold it."""
+    built = sorted((WORK / "home" / "baselines").glob(f"{instance}-*/environment/environment.json"))
+    if not built:
+        return float("nan")
+    record = built[-1]
+    return record.stat().st_mtime - (record.parent.parent / "environment.lock").stat().st_mtime
+
+
 def _latest(records: list[GradeRecord]) -> dict[tuple[str, str], GradeRecord]:
     """The latest grade per (instance, kind)."""
     latest: dict[tuple[str, str], GradeRecord] = {}
     for record in sorted(records, key=lambda r: r.created_at):
-        kind = record.run_id.split("/", 1)[0]
+        kind = record.run_id.split("/", 1)[0].removesuffix(".imported")
         if kind in KINDS:
             latest[(record.task_id, kind)] = record
     return latest
@@ -246,7 +257,7 @@ def table(instances: list[str], official: dict[str, dict[str, str]], raw: dict[s
                 agree[kind] += verdicts[kind] == expected[kind]
             if record is not None and record.status != "graded":
                 inconclusive[f"{kind}: {','.join(record.reason_codes)}"] += 1
-        env = got["gold"].timings.get("baseline", float("nan")) if got["gold"] else float("nan")
+        env = environment_build(instance)
         later = [r for r in (got["empty"], got["model"]) if r is not None and "total" in r.timings]
         grade = statistics.mean(r.timings["total"] for r in later) if later else float("nan")
         tests = statistics.mean(r.timings.get("tests", float("nan")) for r in later) if later else float("nan")
