@@ -323,6 +323,35 @@ def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandb
             assert "eth0:" in result.stdout
 
 
+_LOGIN = (
+    'python3 -c "import os, resource\n'
+    "print(os.getsid(0), len(os.getgroups()), os.stat('/proc/1').st_uid, os.access('/proc/1/exe', os.R_OK))\n"
+    "print(open('/proc/self/loginuid').read() == str(os.getuid()), resource.getrlimit(resource.RLIMIT_NOFILE)[0])\n"
+    "print(os.path.isdir('/run/user/%d' % os.getuid()), os.stat('/run/user/%d' % os.getuid()).st_uid == os.getuid()"
+    ' if os.path.isdir(\'/run/user/%d\' % os.getuid()) else None)"; read given; echo "$given"; exit 7'
+)
+"""The session, how many supplementary groups, pid 1's owner and whether ``/proc/1/exe`` is readable; whether the login
+uid is the user's and the soft limit of open files; whether ``/run/user/<uid>`` is there and the user's; then
+standard input, and exit 7."""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shaped run is a login's as root only")
+def test_a_shaped_sandboxs_command_runs_as_a_logins_would(factory: IsolatedSandboxFactory, tmp_path: Path) -> None:
+    with factory.shaped(Shape.drawn("calc")).open(tmp_path) as sandbox:
+        shaped = sandbox.run(_LOGIN, env={}, timeout=30, stdin=b"given\n")
+    with factory.open(tmp_path) as sandbox:
+        plain = sandbox.run(_LOGIN, env={}, timeout=30, stdin=b"given\n")
+    # A session of its own, a person's groups, a root-owned pid 1 it cannot look into, a login uid, 1,024 open files
+    # (under a higher hard limit), its own /run/user/<uid>; its input and exit status pass through.
+    session, groups, pid1_owner, pid1_readable = shaped.stdout.split()[:4]
+    assert (int(session) != 1, int(groups) >= 2, pid1_owner, pid1_readable) == (True, True, "0", "False"), shaped
+    assert shaped.stdout.splitlines()[1:] == ["True 1024", "True True", "given"] and shaped.exit_code == 7, shaped
+    # The main run: pid 1's session, no groups, pid 1 the command's own, no login, no /run.
+    session, groups, pid1_owner, pid1_readable = plain.stdout.split()[:4]
+    assert (session, groups, pid1_owner != "0", pid1_readable) == ("1", "0", True, "True"), plain
+    assert plain.stdout.splitlines()[1].startswith("False") and plain.stdout.splitlines()[2:] == ["False None", "given"]
+
+
 def test_a_shaped_sandboxs_dev_lists_a_machines_entries_and_reaches_no_more(
     factory: IsolatedSandboxFactory, tmp_path: Path
 ) -> None:

@@ -55,6 +55,8 @@ __all__ = [
     "system_view",
 ]
 
+_USERS_GID = 100
+"""Debian's ``users`` group, which owns no file of its base system: a shaped run's user is in it, as a login is."""
 _SYSTEM = ("/usr", "/etc")
 _MERGED = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SIGXFSZ_EXIT = 128 + 25
@@ -322,6 +324,8 @@ class BwrapContainment:
             # ``/proc/1/exe``, ``os.stat``). Only where the command has cgroups: that pid 1 is in a session of
             # its own and outlives bwrap (``setpriv`` clears its parent-death signal), so stopping the command
             # kills the cgroups' members (:meth:`kill_all`); and without the uplink, which bwrap's pid 1 waits on.
+            # A shaped run's pid 1 is instead a root shell that waits for the command, as a machine's init is root's
+            # (:data:`_MACHINE`).
             args.append("--as-pid-1")
         if self.view.uid is None:
             args += ["--unshare-user", "--cap-drop", "ALL"]
@@ -374,17 +378,20 @@ class BwrapContainment:
         if self.view.uid is None:
             return []
         machine = []
+        groups = "--clear-groups"
         if self.view.machine is not None:
             # Still root, in the command's own namespaces: a best effort, the command runs whatever came of it.
             pid, interface = self.view.machine
             system = " ".join(("/", *_SYSTEM, *_MERGED))
-            machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}", system]
+            ids = (str(self.view.uid), str(self.view.gid))
+            machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}", system, *ids]
+            groups = f"--groups={self.view.gid},{_USERS_GID}"  # a person's own group and ``users``, as a login's
         return [
             *machine,
             "setpriv",
             f"--reuid={self.view.uid}",
             f"--regid={self.view.gid}",
-            "--clear-groups",
+            groups,
             "--inh-caps=-all",
             "--bounding-set=-all",
             "--no-new-privs",
@@ -401,8 +408,11 @@ _MACHINE = (
     'case " $4 " in *" $point "*) flags=suid,dev;; *) flags=suid;; esac; '
     'case "$options," in ro,*) flags="$flags,ro";; esac; '
     'mount -o "remount,bind,$flags" "$point" 2>/dev/null; done; '
+    '[ -d /run/user ] && mkdir -m 0700 "/run/user/$5" && chown "$5:$6" "/run/user/$5"; '
+    'echo "$5" > /proc/self/loginuid 2>/dev/null; '
+    '[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 1024 ] && ulimit -Sn 1024; '
     'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
-    'shift 4; exec "$@"'
+    'shift 6; if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi; exit "$?"'
 )
 """Adds link ``$2`` (peer ``$3``), mounts a read-only ``/sys`` of the command's own network namespace (its links,
 not the host's: as docker's), takes ``nosuid`` off every mount but the kernel's and ``/run``'s and ``nodev`` too off
@@ -411,7 +421,11 @@ a machine's ``/``, ``/usr`` and ``/home`` are neither: a patch strict only under
 then numbers the next processes of the pid namespace from ``$1`` on (after its own) and runs the rest. It opens
 nothing: the command runs with ``no_new_privs`` (set-user-id bits and file capabilities ignored) and without
 ``CAP_MKNOD``, and ``nodev`` stays where the command or an environment's build wrote (the workspace, ``HOME``,
-``/tmp``, the environment's layers)."""
+``/tmp``, the environment's layers). As on a person's machine, the command then has a ``/run/user/<uid>`` of its
+own (``$5``, group ``$6``), a login uid, a soft limit of 1,024 open files under a higher hard one, a session of its
+own (not pid 1's), supplementary groups (:meth:`BwrapContainment._user`), and pid 1 is this shell, root's, which
+waits for it (not the command's own process, whose ``/proc/1/exe`` a user can read): a blind red team's fixes
+strict only without one of these passed. Without ``setsid`` in the view the command shares pid 1's session."""
 
 _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}

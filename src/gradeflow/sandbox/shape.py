@@ -14,7 +14,8 @@ relative paths, the Python environment, the task's own variables):
   root folders (``/run``, ``/mnt``, ``/sys``: :data:`MACHINE_FOLDERS`); no
   file-size limit where cgroups bound the run; as root,
   process ids from a drawn number on, a network link beside ``lo``, mounts that are not ``nosuid`` (nor ``nodev``
-  where nothing of the run's was written), and a disk of the host's size (the file
+  where nothing of the run's was written), a login's session (its own session, groups, login uid,
+  ``/run/user/<uid>``, 1,024 open files, a root-owned pid 1), and a disk of the host's size (the file
   system under the workspace's host folder: where the main run's is ``environment.disk``) that holds ``/``,
   ``/tmp`` and ``HOME`` too, as a machine's one disk does);
 - docker: the host name and the variables (the image's user, ``HOME`` and ``/workspace`` stay);
