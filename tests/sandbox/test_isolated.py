@@ -304,7 +304,7 @@ def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandb
     probe = (
         "id -un; hostname; pwd; echo $HOME; cat given.txt; echo made > made.txt; ls -d /home/maria; "
         'echo "[${PYTHONHASHSEED-unset}] [${TZ-unset}] [${PYTHONDONTWRITEBYTECODE-unset}] [$USER]"; ulimit -f; '
-        "echo $$; cat /proc/1/comm; cat /proc/net/dev"
+        "echo $$; cat /proc/1/comm; cat /etc/hostname; cat /proc/net/dev"
     )
     with factory.shaped(shape).open(workspace) as sandbox:
         assert sandbox.workspace == "/home/maria/src/calc" and sandbox.runs_on(workspace)
@@ -318,7 +318,8 @@ def test_a_shaped_sandbox_looks_like_a_developers_machine(factory: IsolatedSandb
         assert lines[0] == "maria"
         assert lines[7] == ("unlimited" if cgroups_available() else str(32 * 1024 * 1024 // 512))
         assert int(lines[8]) >= 5000
-        assert lines[9] != "bwrap"  # pid 1 is the command's own first process, not the sandbox's reaper
+        assert lines[9] != "bwrap"  # pid 1 is not the sandbox's reaper
+        assert lines[10] == "maria-laptop"  # /etc/hostname names the host, as on a machine
         if shutil.which("ip"):
             assert "eth0:" in result.stdout
 

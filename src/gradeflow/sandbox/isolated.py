@@ -294,7 +294,7 @@ class IsolatedSandbox(LocalSandbox):
 
     def _write_accounts(self) -> tuple[tuple[str, str], ...]:
         """``/etc/passwd`` and ``/etc/group`` as the host has them plus the command user, for tools that look
-        the current user up (``getpass``, ``git``, ``pip``)."""
+        the current user up (``getpass``, ``git``, ``pip``); in a shaped run, ``/etc/hostname`` naming its host."""
         uid, gid, home, user = self._settings.uid, self._settings.gid, self._home, self._user
         gecos = user.capitalize()
         shell = "/bin/sh" if self._shape is None else "/bin/bash"
@@ -311,6 +311,11 @@ class IsolatedSandbox(LocalSandbox):
             ours.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
             ours.chmod(0o644)
             files.append((str(ours), str(host)))
+        if self._shape is not None:  # a machine's /etc/hostname names it (the host's would not)
+            named = self._scratch / "etc-hostname"
+            named.write_text(f"{self._shape.hostname}\n")
+            named.chmod(0o644)
+            files.append((str(named), "/etc/hostname"))
         return tuple(files)
 
     def _hand_over(self) -> None:
