@@ -265,7 +265,7 @@ def base_test_run(
             # pytest ran without the harness, or without its channel (tox off a terminal), so nothing served
             # the hidden tests: they go back on disk, as every later run of this task has them (its
             # candidates' runs get no harness either, so no channel is left unread for their code to find).
-            evidence = _without_harness(task_spec, workspace, pristine, sandboxes, environment, harness, evidence)
+            evidence = _without_harness(task_spec, pristine, sandboxes, environment, harness, evidence)
         return require_report(evidence, f"task {task_spec.task_id} base", task_spec)
     finally:
         remove_tree(workspace.parent, ignore_errors=True)
@@ -273,19 +273,25 @@ def base_test_run(
 
 def _without_harness(
     task_spec: TaskSpec,
-    workspace: Path,
     pristine: Path,
     sandboxes: SandboxFactory,
     environment: TaskEnvironment | None,
     harness: Harness,
     joined: TestRunEvidence,
 ) -> TestRunEvidence:
-    """The base run again with the hidden tests on disk and no harness; it says why, as the first run did."""
-    for rel, text in harness.sources.items():
-        (workspace / rel).write_bytes(text.encode("utf-8", "surrogateescape"))
-    harness.remove(workspace)
-    with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
-        evidence = run_test_command(task_spec, sandbox)
+    """The base run again with the hidden tests on disk and no harness; it says why, as the first run did.
+
+    On a fresh copy of the base, as every candidate's run is: what the first run left in its tree (tox's
+    environment folder, a build, a cache) could make the base pass where no candidate's run can."""
+    workspace = working_copy(pristine)
+    try:
+        inject_hidden_on_base(task_spec, workspace, "on the pristine base")
+        for rel, text in harness.sources.items():
+            (workspace / rel).write_bytes(text.encode("utf-8", "surrogateescape"))
+        with open_sandbox(workspace, pristine, sandboxes, environment) as sandbox:
+            evidence = run_test_command(task_spec, sandbox)
+    finally:
+        remove_tree(workspace.parent, ignore_errors=True)
     return evidence.model_copy(update={"harness_not_joined": joined.harness_not_joined})
 
 
