@@ -258,7 +258,10 @@ def table(instances: list[str], official: dict[str, dict[str, str]], raw: dict[s
             if record is not None and record.status != "graded":
                 inconclusive[f"{kind}: {','.join(record.reason_codes)}"] += 1
         env = environment_build(instance)
-        later = [r for r in (got["empty"], got["model"]) if r is not None and "total" in r.timings]
+        # Times of graded grades only: an inconclusive one stopped early.
+        later = [
+            r for r in (got["empty"], got["model"]) if r is not None and r.status == "graded" and "total" in r.timings
+        ]
         grade = statistics.mean(r.timings["total"] for r in later) if later else float("nan")
         tests = statistics.mean(r.timings.get("tests", float("nan")) for r in later) if later else float("nan")
         seconds = float(raw[instance]["seconds"]) if instance in raw else float("nan")  # type: ignore[arg-type]
