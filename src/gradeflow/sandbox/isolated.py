@@ -312,7 +312,7 @@ class IsolatedSandbox(LocalSandbox):
             ours.chmod(0o644)
             files.append((str(ours), str(host)))
         if self._shape is not None:  # a machine's /etc/hostname names it (the host's would not)
-            named = self._scratch / "etc-hostname"
+            named = self._scratch / "hostname"
             named.write_text(f"{self._shape.hostname}\n")
             named.chmod(0o644)
             files.append((str(named), "/etc/hostname"))
