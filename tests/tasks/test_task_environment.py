@@ -170,6 +170,41 @@ def test_a_pytest_plugin_setup_installs_is_the_bases_plugin_in_every_run(tmp_pat
     assert result.passed, result.reason_codes
 
 
+PAIR_PYPROJECT = f"""{BUILD_SYSTEM}
+[project]
+name = "pytest-pair"
+version = "0.1.0"
+
+[project.entry-points.pytest11]
+zeta = "pair_zeta"
+alpha = "pair_alpha"
+
+[tool.setuptools]
+py-modules = ["pair_zeta", "pair_alpha"]
+"""
+
+
+@pytest.mark.slow
+def test_entry_point_plugins_importing_each_other_load_where_warnings_are_errors(tmp_path: Path, prefect: None) -> None:
+    # pair_alpha imports pair_zeta. Autoloaded (the base), both are marked for rewriting first and nothing warns;
+    # named one by one (-p, a candidate's run), alpha first imports pair_zeta before its own -p, and pytest's warning
+    # that it cannot rewrite it is an error under filterwarnings = error (astropy's setting): no test would run.
+    del prefect
+    repo = _repo(tmp_path)
+    (repo / "plugin").mkdir()
+    (repo / "plugin" / "pyproject.toml").write_text(PAIR_PYPROJECT)
+    (repo / "plugin" / "pair_zeta.py").write_text("def pytest_report_header(config):\n    return 'zeta'\n")
+    (repo / "plugin" / "pair_alpha.py").write_text("import pair_zeta  # noqa: F401\n")
+    (repo / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugins")
+    setup = f"{INSTALL} && python -m pip install -q --no-index --no-deps --no-build-isolation ./plugin"
+    result = grade(_task(repo, setup), patch=_patch(BUGGY, FIXED), sandbox="local")
+    assert result.status == "graded", result.reason_codes
+    assert result.component("tests").score == 1.0, result.component("tests").messages
+    assert result.passed, result.reason_codes
+
+
 @pytest.mark.slow
 def test_a_patch_changing_its_packaging_installs_nothing(tmp_path: Path, prefect: None) -> None:
     del prefect
