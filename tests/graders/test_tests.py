@@ -87,32 +87,12 @@ def test_scoring_table(
     assert component.reason_codes == codes
 
 
-@pytest.mark.parametrize(("on_base", "kept"), [("skipped", True), ("passed", False)])
-def test_skipped_pass_to_pass_is_kept_only_when_skipped_on_base(on_base: Outcome, kept: bool) -> None:
-    component = _grade({"pass_to_pass": [P1]}, _run({P1: "skipped"}), base={P1: on_base})
+@pytest.mark.parametrize(("on_base", "kept"), [("skipped", True), ("passed", False), (None, False)])
+def test_skipped_pass_to_pass_is_kept_only_when_skipped_on_base(on_base: Outcome | None, kept: bool) -> None:
+    base = {P1: on_base} if on_base else {}
+    component = _grade({"pass_to_pass": [P1]}, _run({P1: "skipped"}), base=base)
     assert component.passed is kept
     assert component.details["broken"] == ([] if kept else [P1])
-
-
-@pytest.mark.parametrize("on_base", ["failed", "error", "missing"])
-def test_a_pass_to_pass_test_that_does_not_pass_on_the_base_is_listed_not_scored(on_base: Outcome) -> None:
-    # SWE-bench's lists come from its own environment: psf__requests-3362's connect-timeout tests need a route
-    # (offline they fail at once), pylint-dev__pylint-7080's parallel ones a shared-memory folder. On the pristine
-    # base here they fail too, so they show nothing of the candidate: a fix is judged on the rest.
-    base = {F1: "failed", P1: "passed", **({P2: on_base} if on_base != "missing" else {})}
-    fixed = _grade(
-        {"fail_to_pass": [F1], "pass_to_pass": [P1, P2]}, _run({F1: "passed", P1: "passed", P2: "failed"}), base
-    )
-    assert (fixed.passed, fixed.score, fixed.reason_codes, fixed.details["broken"]) == (True, 1.0, [], [])
-    assert fixed.details["failing_on_base"] == {P2: on_base}
-    assert f"pass_to_pass {P2} is {on_base} on the pristine base too: not scored" in fixed.messages
-    # ... while one that passes on the base still breaks, and with no base run nothing is excused.
-    broke = _grade(
-        {"fail_to_pass": [F1], "pass_to_pass": [P1, P2]}, _run({F1: "passed", P1: "failed", P2: "failed"}), base
-    )
-    assert (broke.passed, broke.reason_codes, broke.details["broken"]) == (False, ["pass-to-pass-broken"], [P1])
-    alone = _grade({"pass_to_pass": [P2]}, _run({P2: "failed"}))
-    assert (alone.passed, "failing_on_base" in alone.details) == (False, False)
 
 
 @pytest.mark.parametrize(
@@ -175,6 +155,7 @@ def test_skipped_pass_to_pass_follows_the_task_rule(
     ("tests", "on_candidate", "on_base", "kept"),
     [
         ({}, "xfailed", "passed", False),  # gradeflow: an expected failure is no pass
+        ({}, "xfailed", None, False),
         ({}, "xfailed", "xfailed", True),  # it did on the base what it does now
         ({}, "xfailed", "skipped", False),
         ({}, "skipped", "xfailed", False),

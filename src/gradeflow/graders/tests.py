@@ -5,8 +5,6 @@
 | k of n fail_to_pass pass, partial credit on            | k / n                       |
 | partial credit off, any fail_to_pass failing           | 0                           |
 | a pass_to_pass broken, require_all_pass_to_pass on     | 0                           |
-| a pass_to_pass failing (or missing) on the pristine    | not scored, listed in       |
-| base too                                               | ``failing_on_base``         |
 | a pass_to_pass broken, off                             | score × (1 − broken/total)  |
 | no fail_to_pass declared                               | 1 when no pass_to_pass broke|
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
@@ -71,22 +69,7 @@ class TestGrader(Grader):
         if unusable:
             code, message = unusable
             return self._component(context, role, 0.0, False, run, messages=[message], reason_codes=[code])
-        p2p = [t for t in spec.pass_to_pass if t not in quarantine]
-        # What "broken" means (pass-to-pass-broken): a test that passes on the base and not on the candidate.
-        # One that does not pass on the pristine base either (it needs a network route, a shared-memory folder,
-        # a file this environment lacks) shows nothing the candidate did: reported, not scored.
-        base = context.baseline_tests.outcomes if context.baseline_tests else None
-        failing_on_base = {
-            t: base.get(t, "missing") for t in p2p if base is not None and _fails(base.get(t, "missing"))
-        }
-        component = self._score(context, run, f2p, [t for t in p2p if t not in failing_on_base], role)
-        if failing_on_base:
-            component.details["failing_on_base"] = failing_on_base
-            component.messages += [
-                f"pass_to_pass {t} is {outcome} on the pristine base too: not scored"
-                for t, outcome in failing_on_base.items()
-            ]
-        return component
+        return self._score(context, run, f2p, [t for t in spec.pass_to_pass if t not in quarantine], role)
 
     def _score(
         self, context: GradingContext, run: TestRunEvidence, f2p: list[str], p2p: list[str], role: Role
@@ -205,11 +188,6 @@ def _kept(outcome: Outcome, on_base: Outcome | None, spec: TestsSpec) -> bool:
     if outcome == "skipped":
         return spec.skipped_pass_to_pass == "kept" or on_base == "skipped"
     return outcome == "xfailed" and on_base == "xfailed"
-
-
-def _fails(outcome: Outcome) -> bool:
-    """Whether a test with ``outcome`` on the pristine base did not pass there (a skip or an xfail is its state)."""
-    return outcome in ("failed", "error", "missing")
 
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:
