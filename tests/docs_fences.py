@@ -140,6 +140,10 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
         EXCEPTED,
         "SWE-bench rows and repository mirrors: tests/cli/test_import_swebench.py runs both commands on its own",
     ),
+    (SWEBENCH, "GRADEFLOW_ROOTS=/var/cache/gradeflow/roots python bench/swebench_run.py"): (
+        EXCEPTED,
+        "the snapshots of SWE-bench's rows, a released run and the repositories, and PyPI: a bench, not a test",
+    ),
     (SWEBENCH, "tests:"): ("checked", "tests/tasks/test_last_run_names.py::test_the_swebench_pages_excerpt_loads"),
     (AGENTS, "gradeflow run tasks/*/task.yaml --agent 'my-agent"): (
         "run",

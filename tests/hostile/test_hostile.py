@@ -52,6 +52,7 @@ def test_cases_are_well_formed() -> None:
     expected |= {"c3-vw-pid1-owner", "c3-vw-login-session", "c3-vw-hostname-file"}
     expected |= {"c3-vw-disk-size", "c3-vw-disk-empty", "c3-vw-sys-absent"}
     expected |= {"c3-class-spoof-getattribute", "c3-class-spoof-type-call"}
+    expected |= {"c5-fill-tmp-then-delete"}  # docker's disk watcher polls: a fill undone within one poll can go unseen
     assert isolated_only == expected | {c.name for c in CASES if c.task == "editable"}
     assert {c.klass for c in CASES if "isolated" not in c.sandboxes} <= {5}
 
