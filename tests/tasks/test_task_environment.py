@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gradeflow import grade
-from gradeflow.models import TaskSpec
+from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox._local_procs import pid_namespace_available
 from gradeflow.sandbox.local import LocalSandbox
 from gradeflow.tasks._environment import (
@@ -157,17 +157,22 @@ def test_a_pytest_plugin_setup_installs_is_the_bases_plugin_in_every_run(tmp_pat
     # A plugin installed by setup (not editable) lives in the run's own copy of the environment, at
     # another path in every run: it is the same plugin, with the same hooks, and no tampering.
     del prefect
-    repo = _repo(tmp_path)
-    (repo / "plugin" / "pytest_envmark.py").parent.mkdir()
-    (repo / "plugin" / "pyproject.toml").write_text(PLUGIN_PYPROJECT)
-    (repo / "plugin" / "pytest_envmark.py").write_text(PLUGIN)
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugin")
-    setup = f"{INSTALL} && python -m pip install -q --no-index --no-deps --no-build-isolation ./plugin"
-    result = grade(_task(repo, setup), patch=_patch(BUGGY, FIXED), sandbox="local")
+    result = _fix_graded_with(tmp_path, {"plugin/pyproject.toml": PLUGIN_PYPROJECT, "plugin/pytest_envmark.py": PLUGIN})
     assert result.status == "graded"
     assert result.component("tests").score == 1.0, result.component("tests").messages
     assert result.passed, result.reason_codes
+
+
+def _fix_graded_with(tmp_path: Path, files: dict[str, str]) -> GradeResult:
+    """The fix graded (local sandbox) on the repository with ``files`` added, setup installing ``plugin/`` too."""
+    repo = _repo(tmp_path)
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugin")
+    setup = f"{INSTALL} && python -m pip install -q --no-index --no-deps --no-build-isolation ./plugin"
+    return grade(_task(repo, setup), patch=_patch(BUGGY, FIXED), sandbox="local")
 
 
 PAIR_PYPROJECT = f"""{BUILD_SYSTEM}
@@ -190,16 +195,13 @@ def test_entry_point_plugins_importing_each_other_load_where_warnings_are_errors
     # named one by one (-p, a candidate's run), alpha first imports pair_zeta before its own -p, and pytest's warning
     # that it cannot rewrite it is an error under filterwarnings = error (astropy's setting): no test would run.
     del prefect
-    repo = _repo(tmp_path)
-    (repo / "plugin").mkdir()
-    (repo / "plugin" / "pyproject.toml").write_text(PAIR_PYPROJECT)
-    (repo / "plugin" / "pair_zeta.py").write_text("def pytest_report_header(config):\n    return 'zeta'\n")
-    (repo / "plugin" / "pair_alpha.py").write_text("import pair_zeta  # noqa: F401\n")
-    (repo / "pytest.ini").write_text("[pytest]\nfilterwarnings =\n    error\n")
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "plugins")
-    setup = f"{INSTALL} && python -m pip install -q --no-index --no-deps --no-build-isolation ./plugin"
-    result = grade(_task(repo, setup), patch=_patch(BUGGY, FIXED), sandbox="local")
+    files = {
+        "plugin/pyproject.toml": PAIR_PYPROJECT,
+        "plugin/pair_zeta.py": "def pytest_report_header(config):\n    return 'zeta'\n",
+        "plugin/pair_alpha.py": "import pair_zeta  # noqa: F401\n",
+        "pytest.ini": "[pytest]\nfilterwarnings =\n    error\n",
+    }
+    result = _fix_graded_with(tmp_path, files)
     assert result.status == "graded", result.reason_codes
     assert result.component("tests").score == 1.0, result.component("tests").messages
     assert result.passed, result.reason_codes

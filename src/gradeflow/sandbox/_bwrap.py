@@ -410,7 +410,7 @@ _MACHINE = (
     'mount -o "remount,bind,$flags" "$point" 2>/dev/null; done; '
     '[ -d /run/user ] && mkdir -m 0700 "/run/user/$5" && chown "$5:$6" "/run/user/$5"; '
     'echo "$5" > /proc/self/loginuid 2>/dev/null; '
-    '[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -gt 1024 ] && ulimit -Sn 1024; '
+    'hard=$(ulimit -Hn); [ "$hard" = unlimited ] || [ "$hard" -gt 1024 ] && ulimit -Sn 1024; '
     'echo "$(($1 - 1))" > /proc/sys/kernel/ns_last_pid 2>/dev/null; '
     'shift 6; if command -v setsid >/dev/null; then setsid -w "$@"; else "$@"; fi; exit "$?"'
 )
