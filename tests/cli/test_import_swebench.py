@@ -130,6 +130,7 @@ def test_rows_become_valid_tasks_and_the_unconvertible_one_is_listed(
     assert first["tests"]["hidden"] == "hidden_tests"
     # SWE-bench's pass rule: a skipped pass-to-pass test is kept, an expected failure (XFAIL) is a pass
     assert (first["tests"]["skipped_pass_to_pass"], first["tests"]["xfail"]) == ("kept", "pass")
+    assert first["tests"]["pass_to_pass_failing_on_base"] == "set-aside"
     assert first["issue"] == "add() subtracts.\n"
     assert (out / "acme__calc-1" / "hidden_tests" / "tests" / "test_calc.py").is_file()
     second = yaml.safe_load((out / "acme__calc-2" / "task.yaml").read_text())

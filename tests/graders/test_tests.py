@@ -204,3 +204,38 @@ def test_a_varied_run_without_a_usable_report_leaves_every_repeated_test_unconfi
     component = _grade({"pass_to_pass": [P1]}, _run({P1: "passed"}, varied=varied))
     assert (component.passed, component.reason_codes) == (False, [VARIED])
     assert any("timed out" in m for m in component.messages)
+
+
+@pytest.mark.parametrize("on_base", ["failed", "error", "missing"])
+def test_a_pass_to_pass_test_failing_on_the_base_is_set_aside_only_when_the_task_says(on_base: Outcome) -> None:
+    # SWE-bench's lists come from its own environment: psf__requests-3362's connect-timeout tests need a route
+    # (offline they fail at once), pylint-dev__pylint-7080's parallel ones a shared-memory folder. Failing on the
+    # pristine base here, they show nothing of the candidate: under set-aside a fix is judged on the rest.
+    spec = {"fail_to_pass": [F1], "pass_to_pass": [P1, P2], "pass_to_pass_failing_on_base": "set-aside"}
+    base = {F1: "failed", P1: "passed", **({P2: on_base} if on_base != "missing" else {})}
+    fixed = _grade(spec, _run({F1: "passed", P1: "passed", P2: "failed"}), base)
+    assert (fixed.passed, fixed.score, fixed.reason_codes, fixed.details["broken"]) == (True, 1.0, [], [])
+    assert fixed.details["failing_on_base"] == {P2: on_base}
+    assert fixed.details["pass_to_pass"] == {P1: "passed", P2: "failed"}  # still reported as it ran
+    assert f"pass_to_pass {P2} is {on_base} on the pristine base too: not scored" in fixed.messages
+    # One that passes on the base still breaks ...
+    broke = _grade(spec, _run({F1: "passed", P1: "failed", P2: "failed"}), base)
+    assert (broke.passed, broke.reason_codes, broke.details["broken"]) == (False, ["pass-to-pass-broken"], [P1])
+    # ... with no base run nothing is set aside, and by default (authored tasks) such a test breaks as any other.
+    alone = _grade(spec, _run({P2: "failed"}))
+    assert (alone.passed, "failing_on_base" in alone.details) == (False, False)
+    strict = _grade(
+        {**spec, "pass_to_pass_failing_on_base": "broken"}, _run({F1: "passed", P1: "passed", P2: "failed"}), base
+    )
+    assert (strict.passed, strict.details["broken"], "failing_on_base" in strict.details) == (False, [P2], False)
+
+
+@pytest.mark.parametrize("on_base", ["skipped", "xfailed"])
+def test_a_skip_or_an_xfail_on_the_base_is_not_set_aside(on_base: Outcome) -> None:
+    spec = {"pass_to_pass": [P1], "pass_to_pass_failing_on_base": "set-aside"}
+    component = _grade(spec, _run({P1: "failed"}), {P1: on_base})
+    assert (component.passed, component.details["broken"], "failing_on_base" in component.details) == (
+        False,
+        [P1],
+        False,
+    )

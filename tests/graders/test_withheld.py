@@ -99,3 +99,22 @@ def test_an_xfailed_test_is_published_as_the_task_rule_scores_it(rule: str, verd
     published = withhold_hidden_details(_spec(hidden="/h", xfail=rule), component)
     assert published.details["fail_to_pass"] == {"t::f1": verdict}
     assert published.details["quarantined"] == {"t::q": verdict}
+
+
+def test_a_pass_to_pass_test_set_aside_is_published_as_it_ran_and_not_counted() -> None:
+    details = {
+        "fail_to_pass": {"t::f1": "passed"},
+        "pass_to_pass": {"t::p1": "passed", "t::p2": "failed", "t::p3": "passed"},
+        "quarantined": {},
+        "broken": [],
+        "failing_on_base": {"t::p2": "error", "t::p3": "missing"},
+    }
+    component = GradeComponent(name="tests", score=1.0, passed=True, details=details)
+    published = withhold_hidden_details(_spec(hidden="/h", pass_to_pass_failing_on_base="set-aside"), component)
+    assert published.details["pass_to_pass"] == {"t::p1": "passed", "t::p2": "failed", "t::p3": "passed"}
+    assert published.details["failing_on_base"] == {"t::p2": "error", "t::p3": "missing"}
+    assert published.details["counts"] == {"passed": 2, "failed": 0}
+    assert published.messages == [
+        "pass_to_pass t::p2 is error on the pristine base too: not scored",
+        "pass_to_pass t::p3 is missing on the pristine base too: not scored",
+    ]

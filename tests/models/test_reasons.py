@@ -24,6 +24,7 @@ KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)+$")
 # subcommands, encodings, folder prefixes, docker options, decisions and tamper-finding kinds.
 NOT_CODES = {
     "check-ignore",
+    "set-aside",  # a value of tests.pass_to_pass_failing_on_base
     "site-packages",  # a folder name (the isolated sandbox's private environment on a root)
     "gradeflow-home",  # the source name of the docker sandbox's tmpfs under HOME's writes
     "upper-work",  # a folder name (that tmpfs's overlay work folder)

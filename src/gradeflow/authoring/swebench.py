@@ -59,9 +59,15 @@ __all__ = [
 ]
 
 HIDDEN_PATCH_FILE = "test.patch"
-SWEBENCH_PASS_RULE: dict[str, str] = {"skipped_pass_to_pass": "kept", "xfail": "pass", "hidden_edits": "reset"}
-"""The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does
-and resets the test patch's files as its evaluation script does."""
+SWEBENCH_PASS_RULE: dict[str, str] = {
+    "skipped_pass_to_pass": "kept",
+    "xfail": "pass",
+    "hidden_edits": "reset",
+    "pass_to_pass_failing_on_base": "set-aside",
+}
+"""The ``tests`` keys every imported task sets, so a grade counts tests as ``swebench.harness.grading`` does,
+resets the test patch's files as its evaluation script does, and sets aside a pass_to_pass test that its
+environment passed and this one cannot (it fails on the pristine base here)."""
 _DJANGO = re.compile(r"^(\w+) \(([A-Za-z_][\w.]*)\)$")
 _BARE = re.compile(r"[A-Za-z_]\w*")
 _REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS", "version")

@@ -5,6 +5,8 @@
 | k of n fail_to_pass pass, partial credit on            | k / n                       |
 | partial credit off, any fail_to_pass failing           | 0                           |
 | a pass_to_pass broken, require_all_pass_to_pass on     | 0                           |
+| a pass_to_pass failing (or missing) on the pristine    | not scored, listed in       |
+| base, ``pass_to_pass_failing_on_base: set-aside``      | ``failing_on_base``         |
 | a pass_to_pass broken, off                             | score × (1 − broken/total)  |
 | no fail_to_pass declared                               | 1 when no pass_to_pass broke|
 | no JUnit report, timeout, memory kill, no test ran     | 0 with a message            |
@@ -69,7 +71,16 @@ class TestGrader(Grader):
         if unusable:
             code, message = unusable
             return self._component(context, role, 0.0, False, run, messages=[message], reason_codes=[code])
-        return self._score(context, run, f2p, [t for t in spec.pass_to_pass if t not in quarantine], role)
+        p2p = [t for t in spec.pass_to_pass if t not in quarantine]
+        failing_on_base = _failing_on_base(context, p2p)
+        component = self._score(context, run, f2p, [t for t in p2p if t not in failing_on_base], role)
+        if failing_on_base:
+            component.details["failing_on_base"] = failing_on_base
+            component.messages += [
+                f"pass_to_pass {t} is {outcome} on the pristine base too: not scored"
+                for t, outcome in failing_on_base.items()
+            ]
+        return component
 
     def _score(
         self, context: GradingContext, run: TestRunEvidence, f2p: list[str], p2p: list[str], role: Role
@@ -188,6 +199,20 @@ def _kept(outcome: Outcome, on_base: Outcome | None, spec: TestsSpec) -> bool:
     if outcome == "skipped":
         return spec.skipped_pass_to_pass == "kept" or on_base == "skipped"
     return outcome == "xfailed" and on_base == "xfailed"
+
+
+def _failing_on_base(context: GradingContext, p2p: list[str]) -> dict[str, Outcome]:
+    """Test id → outcome on the pristine base, for each of ``p2p`` set aside because it did not pass there.
+
+    Only under ``tests.pass_to_pass_failing_on_base: set-aside`` and with a base run: such a test (it needs a
+    network route, a shared-memory folder, a file this environment lacks) shows nothing the candidate did. A
+    skip or an xfail on the base is the test's state there, not a failure (the skip and xfail rules decide).
+    """
+    base = context.baseline_tests
+    if context.task.tests.pass_to_pass_failing_on_base != "set-aside" or base is None:
+        return {}
+    found = {t: base.outcomes.get(t, "missing") for t in p2p}
+    return {t: outcome for t, outcome in found.items() if outcome in ("failed", "error", "missing")}
 
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:

@@ -29,20 +29,28 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
     if not withholds_hidden_details(task_spec):
         return component
     broken = set(component.details.get("broken", []))
+    set_aside = dict(component.details.get("failing_on_base", {}))  # the pristine base's outcomes: not steered
     declared = {kind: dict(component.details.get(kind, {})) for kind in ("fail_to_pass", "pass_to_pass", "quarantined")}
     tests = task_spec.tests
     verdicts = {
         "fail_to_pass": {t: _verdict(counts_as_passed(o, tests)) for t, o in declared["fail_to_pass"].items()},
-        "pass_to_pass": {test: _verdict(test not in broken) for test in declared["pass_to_pass"]},
+        "pass_to_pass": {
+            t: _verdict(t not in broken and (t not in set_aside or counts_as_passed(o, tests)))
+            for t, o in declared["pass_to_pass"].items()
+        },
         "quarantined": {t: _verdict(counts_as_passed(o, tests)) for t, o in declared["quarantined"].items()},
     }
-    scored = [*verdicts["fail_to_pass"].values(), *verdicts["pass_to_pass"].values()]
+    scored = [
+        *verdicts["fail_to_pass"].values(),
+        *(v for t, v in verdicts["pass_to_pass"].items() if t not in set_aside),
+    ]
     messages = [
         f"{kind} {test} failed"
         for kind in ("fail_to_pass", "pass_to_pass")
         for test, v in verdicts[kind].items()
-        if v == "failed"
+        if v == "failed" and test not in set_aside
     ]
+    messages += [f"pass_to_pass {t} is {o} on the pristine base too: not scored" for t, o in set_aside.items()]
     # Which declared tests compared a value equal by the repository's own rule, or equal to anything; not where,
     # nor which type, nor any undeclared (hidden) test's id.
     kinds = {test: kind for kind in ("pass_to_pass", "fail_to_pass") for test in verdicts[kind]}
@@ -63,6 +71,7 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
         "compared_values": suspect,
         "equal_to_anything": anything,
         "broken": sorted(broken),
+        **({"failing_on_base": set_aside} if set_aside else {}),
         "counts": {"passed": scored.count("passed"), "failed": scored.count("failed")},
         "withheld": "the task has hidden tests: the run's exit code, test cases, duration and output are not published",
     }

@@ -154,6 +154,13 @@ class TestsSpec(_Spec):
     skipped_pass_to_pass: Literal["broken", "kept"] = "broken"
     """A pass_to_pass test skipped on the candidate: ``broken`` unless it is skipped on the base too, or
     ``kept`` whatever the base did (SWE-bench's rule, which imported tasks follow)."""
+    pass_to_pass_failing_on_base: Literal["broken", "set-aside"] = "broken"
+    """A pass_to_pass test that does not pass on the pristine base (failed, error or missing there, in this
+    environment). ``broken``: scored as any other, so a candidate cannot pass while it fails (``gradeflow task
+    validate`` names such a test, an authoring error). ``set-aside``: listed in the tests component's
+    ``failing_on_base`` with a message and not scored, for lists made in another environment (SWE-bench's:
+    a test that needs a network route or a shared-memory folder this sandbox lacks fails on the base and
+    under the gold patch alike); imported tasks get it."""
     xfail: Literal["fail", "pass"] = "fail"
     """How an expected failure (pytest's xfail, outcome ``xfailed``) on the candidate counts. ``fail``: not
     a pass, so a fail_to_pass test xfailed is not fixed and a pass_to_pass test xfailed is broken unless
