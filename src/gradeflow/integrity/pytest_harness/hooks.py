@@ -21,7 +21,7 @@ def pytest_configure(config, _hook=_hooks[0]):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items, _hook=_hooks[1]):
-    _hook(session, items)
+    _hook(session, config, items)
 
 
 def pytest_collection_finish(session, _hook=_hooks[2]):
@@ -76,7 +76,7 @@ if _hooks[9] is not None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus, _hook=_hooks[4]):
-    _hook(exitstatus)
+    _hook(session, exitstatus)
 
 
 def pytest_unconfigure(config, _hook=_hooks[5]):

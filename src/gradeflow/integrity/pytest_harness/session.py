@@ -123,8 +123,21 @@ def _make_harness(config_text):
         _pytest_internals(config.get("workspace"), record, versions, verdict_modules)
     )
     own_module = globals().get("__name__")
+    # The run's own pytest session: its config (the first to reach the harness: loaded with ``-p`` on the command
+    # line, it sees the config before any conftest or test runs), its session and its items. A test that runs pytest
+    # in the same process (pytester's ``inline_run``, pytest's own ``testdir``) makes inner sessions the harness is
+    # loaded into too (the same module, the same hooks): they are the outer test's call, checked around that call,
+    # and record nothing of their own. Told apart by identity, never by an attribute the code under test could set.
+    own: dict[str, Any] = {"config": None, "session": None, "items": frozenset()}
+
+    def own_config(pytest_config):
+        if own["config"] is None:
+            own["config"] = pytest_config
+        return pytest_config is own["config"]
 
     def initial_conftests(early_config):
+        if not own_config(early_config):
+            return
         front_sources()
         take_internals(early_config.pluginmanager, own_module)
 
@@ -339,6 +352,8 @@ def _make_harness(config_text):
             return []
 
     def configure(pytest_config):
+        if not own_config(pytest_config):
+            return
         # The must-fail canary is one failure more: -x and --maxfail=N still stop after N real failures.
         if getattr(pytest_config.option, "maxfail", 0):
             pytest_config.option.maxfail += 1
@@ -380,7 +395,10 @@ def _make_harness(config_text):
             return True
         return junit_spelling(nodeid) in spelled
 
-    def modify_items(session, items):
+    def modify_items(session, pytest_config, items):
+        if pytest_config is not own["config"]:
+            return
+        own["session"] = session
         if select is not None:
             # The test-evidence runs: only the patch's own tests, whatever paths the command names.
             dropped = [item for item in items if not is_canary(item) and not selected(item)]
@@ -399,6 +417,10 @@ def _make_harness(config_text):
         items[:] = first + rest
 
     def collection_finish(session):
+        if session is not own["session"]:
+            return
+        own["items"] = frozenset(map(identity, session.items))
+        state["own_items"] = list(session.items)  # held, so no inner session's item takes one's address
         record["collected"] = [item.nodeid for item in session.items]
         record["plugins"] = plugin_files(session.config)
         state["plugins"] = state["pm"].get_plugins()
@@ -503,9 +525,15 @@ def _make_harness(config_text):
         )
 
     def collect_report(collector, saved=None):
-        return collect_varied(collector, saved) if collect_varied is not None else None
+        # Collection runs before the session is known (own["session"]): a collection during one of the run's own
+        # calls is an inner session's.
+        if collect_varied is None or window[0]:
+            return None
+        return collect_varied(collector, saved)
 
     def call_starts(item):
+        if identity(item) not in own["items"]:
+            return
         window[0] = True
         compared_test(item.nodeid)
         internals_called(item)
@@ -518,6 +546,8 @@ def _make_harness(config_text):
     numbers = itertools.count()
 
     def call_ended(item, excinfo):
+        if identity(item) not in own["items"]:
+            return
         compared_test(None)
         if excinfo is None and getattr(item, "_excinfo", None):
             result = "raised"  # unittest failures are kept on the item, not raised from the call
@@ -547,7 +577,9 @@ def _make_harness(config_text):
                 state["gate_seen"] = now[state["gate_from"] :]
         window[0] = False
 
-    def session_finish(exitstatus):
+    def session_finish(session, exitstatus):
+        if session is not own["session"]:
+            return
         record["exitstatus"] = int(exitstatus)
         for label in standard_rebound():
             note_patched(f"standard library {label}")
@@ -558,6 +590,8 @@ def _make_harness(config_text):
         check_sources(state["pm"], ())
 
     def unconfigure(pytest_config):
+        if pytest_config is not own["config"]:
+            return
         check_machinery()
         junit = getattr(pytest_config.option, "xmlpath", None)
         if junit and isfile(junit):
@@ -565,6 +599,13 @@ def _make_harness(config_text):
                 record["junit_sha256"] = sha256(handle.read()).hexdigest()
         record["finished"] = True
         write()
+
+    def own_reach(reach):
+        # The test-evidence run's tracer, for the run's own tests only (an inner session's run inside one's call).
+        if reach is None:
+            return None
+        start, stop = reach
+        return (lambda item: start(item) if identity(item) in own["items"] else False), stop
 
     return (
         configure,
@@ -576,5 +617,5 @@ def _make_harness(config_text):
         call_starts,
         initial_conftests,
         collect_report if collect_varied is not None else None,
-        reach,
+        own_reach(reach),
     )
