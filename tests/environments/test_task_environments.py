@@ -123,6 +123,28 @@ def test_a_bullseye_root_runs_python_3_9_in_the_isolated_sandbox_without_docker(
     assert "No such file" in seen.stderr  # the host's folders are not there: only the root's system
 
 
+def test_an_interpreter_started_through_a_link_to_the_environments_runs_as_it(tmp_path: Path) -> None:
+    # tox-current-env links .tox/<name>/bin/python to sys.executable and runs the tests through that link; Python
+    # looks for pyvenv.cfg beside the link only, so without the root's hook the tests ran without the environment.
+    from gradeflow.models import EnvironmentSpec
+    from gradeflow.sandbox.isolated import IsolatedSandboxFactory
+
+    factory = IsolatedSandboxFactory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]))
+    probe = (
+        "import sys; print(sys.prefix != sys.base_prefix, sys.prefix == sys.argv[1], sys.flags.dev_mode, sys.argv[2:])"
+    )
+    with factory.open(tmp_path) as sandbox:
+        done = sandbox.run(
+            'mkdir -p .tox/py39/bin && ln -s "$(command -v python)" .tox/py39/bin/python && '
+            f'prefix="$(python -c "import sys; print(sys.prefix)")" && .tox/py39/bin/python -X dev -c "{probe}" '
+            '"$prefix" one "two words" && /usr/bin/python3.9 -c "import sys; print(sys.prefix)"',
+            env={},
+            timeout=120,
+        )
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["True True True ['one', 'two words']", "/usr"]  # the root's own stays its own
+
+
 def test_setup_gets_the_network_the_tests_do_not_and_setup_runs_once(tmp_path: Path, prefect: None) -> None:
     probe = "import socket; socket.create_connection(('pypi.org', 443), timeout=10).close()"
     (tmp_path / "repo" / "tests").mkdir(parents=True)

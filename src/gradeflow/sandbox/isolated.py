@@ -125,6 +125,41 @@ def sandbox_user() -> int:
     return _FIRST_UID + (os.getpid() * 7919 + next(_USERS)) % _UIDS
 
 
+LINK_HOOK = """\
+# gradeflow: an interpreter started through a link to a virtual environment's interpreter (tox-current-env's
+# .tox/<name>/bin/python) finds no pyvenv.cfg beside the link and would run without that environment's packages;
+# it starts again as the interpreter the link names, with the same arguments. (Added to the root's own file.)
+def _gradeflow_through_link():
+    import os
+    import sys
+
+    path = sys.executable
+    if sys.prefix != sys.base_prefix or not path:
+        return
+    for _ in range(8):
+        try:
+            target = os.path.join(os.path.dirname(path), os.readlink(path))
+        except (OSError, ValueError):
+            return
+        folder = os.path.dirname(target)
+        if any(os.path.isfile(os.path.join(f, "pyvenv.cfg")) for f in (folder, os.path.dirname(folder))):
+            try:
+                with open("/proc/self/cmdline", "rb") as handle:
+                    argv = handle.read().split(b"\\0")[:-1]
+            except OSError:
+                return
+            if argv:
+                os.execv(target, [os.fsencode(target), *argv[1:]])
+            return
+        path = target
+
+
+_gradeflow_through_link()
+del _gradeflow_through_link
+"""
+"""Put before a root's ``/etc/python<version>/sitecustomize.py`` for commands (:meth:`IsolatedSandbox._link_hook`)."""
+
+
 def make_root_environment(folder: Path, python: str) -> Path:
     """A private environment at ``folder`` over a root's ``/usr/bin/python<python>`` and its system packages,
     written by hand (the interpreter lives in the root, not on this host): a ``pyvenv.cfg``, links to the
@@ -223,7 +258,7 @@ class IsolatedSandbox(LocalSandbox):
             root=str(self._root.folder) if self._root is not None else None,
             overlays=(*harness_sites, *self._layers),
             read_only=(*self._read_only, str(self._scratch / "harness")),
-            files=(*self._accounts, *self._resolver(), *self._host_packages()),
+            files=(*self._accounts, *self._resolver(), *self._host_packages(), *self._link_hook()),
             writable=self._writable,
             workdir=self.workspace,
             moved=()
@@ -269,6 +304,22 @@ class IsolatedSandbox(LocalSandbox):
             if host.is_file() and inside.is_file() and not inside.is_symlink():
                 shown.append((str(host.resolve()), name))
         return tuple(shown)
+
+    def _link_hook(self) -> tuple[tuple[str, str], ...]:
+        """On a root, its ``sitecustomize`` with :data:`LINK_HOOK` first: an interpreter started through a link to
+        the private environment's one (a tool's ``bin/python`` link to ``sys.executable``, as tox-current-env makes)
+        runs as the environment's, where Python would look for ``pyvenv.cfg`` beside the link only. A root without
+        the file (not Debian's layout) keeps that behaviour of Python's."""
+        if self._root is None:
+            return ()
+        inside = Path(f"{self._root.folder}/etc/python{self._root.python}/sitecustomize.py")
+        if not inside.is_file() or inside.is_symlink():
+            return ()
+        ours = self._scratch / "sitecustomize.py"
+        if not ours.exists():
+            ours.write_text(LINK_HOOK + "\n" + inside.read_text(errors="replace"))
+            ours.chmod(0o644)
+        return ((str(ours), f"/etc/python{self._root.python}/sitecustomize.py"),)
 
     def _show_host_packages(self) -> None:
         """Bound read-only where :data:`~gradeflow.sandbox.local.HOST_HOOK` looks (:meth:`_host_packages`); none
