@@ -230,6 +230,9 @@ def test_a_fix_that_also_edits_the_test_file_is_resolved_and_the_strict_reading_
     subprocess.run(["git", "-C", str(mirror), "apply", str(folder / "reference.diff")], check=True)
     with (mirror / "tests" / "test_calc.py").open("a") as handle:
         handle.write("\n\ndef test_add_agent():\n    from calc import add\n\n    assert add(2, 2) == 4\n")
+    # ... and test configuration SWE-bench's image had edited (sphinx's -rA in tox.ini), carried in the diff.
+    (mirror / "tox.ini").write_text("[pytest]\naddopts = -rA\n")
+    subprocess.run(["git", "-C", str(mirror), "add", "-N", "tox.ini"], check=True)
     patch = tmp_path / "agent.diff"
     patch.write_text(_git(mirror, "diff"))
     capsys.readouterr()
@@ -242,6 +245,7 @@ def test_a_fix_that_also_edits_the_test_file_is_resolved_and_the_strict_reading_
     assert strict["messages"] == [
         "protected: tests/test_calc.py is protected and was modified",
         "tests/test_calc.py: the file is test infrastructure",
+        "tox.ini: [pytest] is test infrastructure",
     ]
     constraints = next(c for c in result["components"] if c["name"] == "constraints")
     assert constraints["details"]["reset_by_hidden_tests"] == ["tests/test_calc.py"]

@@ -11,8 +11,11 @@ edit to them is also a failed gate, reason ``test-infrastructure-modified``, one
 | one or more                     | 0     | no     |
 
 Files a task lists in ``tests.infrastructure_editable`` are never edits. Under ``tests.hidden_edits: reset``
-(SWE-bench's procedure) an edit to a file the hidden tests replace is reset before every run, reported in
-``details["reset_by_hidden_tests"]`` and ``details["strict_reason_codes"]``, and not failed.
+(SWE-bench's procedure, which applies the whole patch and resets only the test patch's files) an edit is
+reset before every run as always, reported in ``details["reset_by_hidden_tests"]`` and
+``details["strict_reason_codes"]``, and not failed: a model's patch carries SWE-bench's own ``-rA`` in
+sphinx's ``tox.ini`` (its image edits the file, the diff is taken against the base), and the official verdict
+does not count it. The edit has no effect on any run either way.
 """
 
 from __future__ import annotations
@@ -30,15 +33,13 @@ class InfrastructureGrader(Grader):
     name = "test_infrastructure"
     role = "gate"
 
-    def __init__(self, edits: list[InfrastructureEdit], replaced: frozenset[str] = frozenset()) -> None:
+    def __init__(self, edits: list[InfrastructureEdit]) -> None:
         self.edits = edits
-        self.replaced = replaced
-        """Repository paths the hidden tests replace (used under ``tests.hidden_edits: reset``)."""
 
     def grade(self, context: GradingContext) -> GradeComponent:
-        reset = self.replaced if context.task.tests.hidden_edits == "reset" else frozenset()
-        edits = [e for e in self.edits if e.path not in reset]
-        set_aside = [e for e in self.edits if e.path in reset]
+        reset = context.task.tests.hidden_edits == "reset"
+        edits = [] if reset else list(self.edits)
+        set_aside = list(self.edits) if reset else []
         messages = [
             f"{e.path}: {'the file' if e.what == 'file' else e.what} is test infrastructure "
             "(reset to the base for every run)"
@@ -52,7 +53,8 @@ class InfrastructureGrader(Grader):
                 f"{e.path}: {'the file' if e.what == 'file' else e.what} is test infrastructure" for e in set_aside
             ]
             messages += [
-                f"{e.path}: test infrastructure the hidden tests replace; reset to the base under them, not a failure"
+                f"{e.path}: test infrastructure; reset to the base for every run, not a failure under "
+                "tests.hidden_edits: reset"
                 for e in set_aside
             ]
         return self.component(

@@ -141,7 +141,8 @@ class TestsSpec(_Spec):
     failed gates as anywhere else. ``reset``: SWE-bench's procedure, which imported tasks follow: such a file
     is reset to the base and the hidden tests laid over it before every run (as always), and the edit is
     reported, not failed; the patch's other edits under test folders are kept in the runs, as SWE-bench keeps
-    them (``conftest.py`` files, protected files and test configuration are still reset); the result's
+    them (``conftest.py`` files, protected files and test configuration are still reset; an edit to test
+    configuration or a code loader is reported, not failed, as SWE-bench applies it); the result's
     ``strict_reading`` says what the ``fail`` reading would decide, from a run with the kept edits reset."""
     partial_credit: bool = True
     """Score k/n of fail_to_pass; when off, any failing fail_to_pass scores 0."""

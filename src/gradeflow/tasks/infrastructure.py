@@ -9,7 +9,7 @@ from gradeflow.graders.base import GradingContext
 from gradeflow.graders.infrastructure import InfrastructureGrader
 from gradeflow.integrity.sealing import infrastructure_edits
 from gradeflow.models import GradeComponent, TaskSpec
-from gradeflow.tasks.baseline import Baseline, replaced_by_hidden
+from gradeflow.tasks.baseline import Baseline
 from gradeflow.tasks.snapshot import Snapshot
 
 __all__ = ["check_infrastructure"]
@@ -19,5 +19,5 @@ __all__ = ["check_infrastructure"]
 def check_infrastructure(task_spec: TaskSpec, snapshot: Snapshot, baseline: Baseline) -> GradeComponent:
     assert snapshot.workspace is not None
     edits = infrastructure_edits(task_spec, snapshot.changes, snapshot.workspace, baseline.pristine)
-    grader = InfrastructureGrader(edits, replaced_by_hidden(task_spec))
+    grader = InfrastructureGrader(edits)
     return grader.grade(GradingContext(task=task_spec, workspace=snapshot.view()))
