@@ -174,7 +174,8 @@ def raw_test_run(task_file: Path) -> dict[str, object]:
             wall = time.perf_counter() - started
     finally:
         remove_tree(tree.parent, ignore_errors=True)
-    summary = [line for line in (result.stdout + result.stderr).splitlines() if SUMMARY.match(line.strip())]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)  # tox runs sphinx's pytest with --color yes
+    summary = [line for line in plain.splitlines() if SUMMARY.match(line.strip())]
     return {"seconds": wall, "exit": result.exit_code, "summary": " ".join(summary[-2:])}
 
 
