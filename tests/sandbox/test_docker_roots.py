@@ -277,3 +277,24 @@ def test_setup_on_a_root_under_docker_gets_the_network_the_tests_do_not_mounted_
 
     builds = list(cache_dir().glob(f"baselines/{task.task_id}-*/environment/layers/home/builds"))
     assert len(builds) == 1 and builds[0].read_text() == "built\n"  # built once, with the network, for all three
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_an_interpreter_started_through_a_link_to_the_environments_runs_as_it_under_docker(
+    tmp_path: Path, docker_client: Any, no_leftovers: None
+) -> None:
+    # As in the isolated sandbox (tests/environments/test_task_environments.py): tox --current-env's link.
+    del docker_client, no_leftovers
+    factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
+    probe = "import sys; print(sys.prefix != sys.base_prefix, sys.prefix, sys.flags.dev_mode, sys.argv[1:])"
+    with factory, factory.open(tmp_path) as sandbox:
+        done = sandbox.run(
+            'mkdir -p .tox/py39/bin && ln -s "$(command -v python)" .tox/py39/bin/python && '
+            f'.tox/py39/bin/python -X dev -c "{probe}" one "two words" && '
+            '/usr/bin/python3.9 -c "import sys; print(sys.prefix)"',
+            env={},
+            timeout=120,
+        )
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines() == ["True /opt/venv True ['one', 'two words']", "/usr"]

@@ -23,6 +23,7 @@ from typing import IO, Any, ClassVar
 
 from docker.types import Mount
 
+from gradeflow.config import cache_dir
 from gradeflow.environments.roots import Root, RootRecipe, ensure_root
 from gradeflow.errors import SandboxUnavailable, SpecError
 from gradeflow.models import EnvironmentSpec
@@ -30,6 +31,7 @@ from gradeflow.sandbox._docker_engine import ENGINE_ERRORS, HOME_DIR, WORKSPACE,
 from gradeflow.sandbox._docker_files import get_tree
 from gradeflow.sandbox._docker_io import owned_copy
 from gradeflow.sandbox._docker_root import root_image
+from gradeflow.sandbox._link_hook import PTH_TARGET, link_hook_file
 from gradeflow.sandbox.base import SandboxDescription
 from gradeflow.sandbox.docker import ENGINE_WAIT, DockerSandbox, DockerSandboxFactory, DockerSettings
 from gradeflow.sandbox.shape import Shape
@@ -64,6 +66,9 @@ class DockerRootSandbox(DockerSandbox):
 
     def _container_options(self) -> dict[str, Any]:
         options = super()._container_options()
+        if self.mounts_layers:  # a .pth of the root's that runs LINK_HOOK (a host file: the engine must be here)
+            hook = Mount(PTH_TARGET, str(link_hook_file(cache_dir() / "hooks")), type="bind", read_only=True)
+            options["mounts"] = [*options.get("mounts", []), hook]
         if self._env_layer is None:
             options["tmpfs"] = {**options["tmpfs"], ENV_DIR: self._settings.tmpfs()[WORKSPACE]}
         else:

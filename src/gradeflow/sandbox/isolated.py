@@ -61,6 +61,7 @@ from gradeflow.sandbox._bwrap import BwrapContainment, View, bwrap_path, bwrap_p
 from gradeflow.sandbox._cgroups import make_groups
 from gradeflow.sandbox._disk import SandboxDisk, WorkspaceLayer, disk_available
 from gradeflow.sandbox._host_packages import VIEW_NAME, view_digest, view_folder
+from gradeflow.sandbox._link_hook import LINK_HOOK
 from gradeflow.sandbox._uplink import uplink_problem
 from gradeflow.sandbox.base import (
     SandboxDescription,
@@ -123,41 +124,6 @@ def sandbox_user() -> int:
     process slots of another run graded at the same time.
     """
     return _FIRST_UID + (os.getpid() * 7919 + next(_USERS)) % _UIDS
-
-
-LINK_HOOK = """\
-# gradeflow: an interpreter started through a link to a virtual environment's interpreter (tox-current-env's
-# .tox/<name>/bin/python) finds no pyvenv.cfg beside the link and would run without that environment's packages;
-# it starts again as the interpreter the link names, with the same arguments. (Added to the root's own file.)
-def _gradeflow_through_link():
-    import os
-    import sys
-
-    path = sys.executable
-    if sys.prefix != sys.base_prefix or not path:
-        return
-    for _ in range(8):
-        try:
-            target = os.path.join(os.path.dirname(path), os.readlink(path))
-        except (OSError, ValueError):
-            return
-        folder = os.path.dirname(target)
-        if any(os.path.isfile(os.path.join(f, "pyvenv.cfg")) for f in (folder, os.path.dirname(folder))):
-            try:
-                with open("/proc/self/cmdline", "rb") as handle:
-                    argv = handle.read().split(b"\\0")[:-1]
-            except OSError:
-                return
-            if argv:
-                os.execv(target, [os.fsencode(target), *argv[1:]])
-            return
-        path = target
-
-
-_gradeflow_through_link()
-del _gradeflow_through_link
-"""
-"""Put before a root's ``/etc/python<version>/sitecustomize.py`` for commands (:meth:`IsolatedSandbox._link_hook`)."""
 
 
 def make_root_environment(folder: Path, python: str) -> Path:
