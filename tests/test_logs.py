@@ -5,16 +5,14 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import structlog
-import yaml
 
-from builders import EXAMPLES
+from builders import EXAMPLES, calc_with_tests
 from gradeflow import grade, load_task
 from gradeflow.logs import REDACTED, configure_logging, get_logger, redact, redacting, scrub
 
@@ -122,15 +120,9 @@ def test_environment_leaks_into_output():
 
 def _secret_calc(tmp_path: Path) -> Path:
     """The calc example with the secret in the task's env and a visible test that prints and fails on it."""
-    shutil.copytree(EXAMPLES / "calc", tmp_path / "calc")
-    (tmp_path / "calc" / "repo" / "tests" / "test_leaky.py").write_text(LEAKY_TEST)
-    task = tmp_path / "calc" / "task.yaml"
-    spec = yaml.safe_load(task.read_text())
-    spec["task_id"] = "calc-secret"
-    spec["env"] = {"GRADEFLOW_TEST_SECRET": SECRET, "TASK_DB_PASSWORD": PLAIN_SECRET}
-    spec["tests"]["pass_to_pass"].append("tests/test_leaky.py::test_environment_leaks_into_output")
-    task.write_text(yaml.safe_dump(spec))
-    return task
+    leaky = ["tests/test_leaky.py::test_environment_leaks_into_output"]
+    env = {"GRADEFLOW_TEST_SECRET": SECRET, "TASK_DB_PASSWORD": PLAIN_SECRET}
+    return calc_with_tests(tmp_path, "calc-secret", {"test_leaky.py": LEAKY_TEST}, leaky, env=env)
 
 
 def _patch_with_test() -> str:

@@ -4,7 +4,6 @@ loaded into those inner sessions too, and records only the run's own session."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import EXAMPLES
+from builders import calc_with_tests
 from gradeflow import grade, load_task
 from integrity.plugin_run import install_plugin, read_record
 
@@ -61,13 +60,8 @@ def test_an_inner_session_records_nothing_of_its_own(tmp_path: Path) -> None:
 def test_a_task_whose_tests_run_inner_sessions_grades_as_its_tests_say(tmp_path: Path) -> None:
     # Before, the inner sessions' calls reached the signed call log (two results for ``test_one.py::test_this``):
     # every patch of such a repository, the fix included, was junit-tampered.
-    shutil.copytree(EXAMPLES / "calc", tmp_path / "calc")
-    (tmp_path / "calc" / "repo" / "tests" / "test_inner.py").write_text(INNER)
-    task = tmp_path / "calc" / "task.yaml"
+    task = calc_with_tests(tmp_path, "calc-inner-sessions", {"test_inner.py": INNER}, OUTER)
     spec = yaml.safe_load(task.read_text())
-    spec["task_id"] = "calc-inner-sessions"
-    spec["tests"]["pass_to_pass"] += OUTER
-    task.write_text(yaml.safe_dump(spec))
     fixed = grade(load_task(task), patch=tmp_path / "calc" / "reference.diff")
     assert (fixed.status, fixed.decision, fixed.reason_codes) == ("graded", "merge-candidate", [])
     assert fixed.component("tests").details["pass_to_pass"] == {

@@ -16,6 +16,7 @@ import docker.errors
 import pytest
 import yaml
 
+from builders import THROUGH_A_LINK, through_a_link_seen
 from gradeflow import grade
 from gradeflow.environments.roots import Root, RootRecipe, stat_digest
 from gradeflow.errors import SpecError
@@ -287,14 +288,7 @@ def test_an_interpreter_started_through_a_link_to_the_environments_runs_as_it_un
     # As in the isolated sandbox (tests/environments/test_task_environments.py): tox --current-env's link.
     del docker_client, no_leftovers
     factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
-    probe = "import sys; print(sys.prefix != sys.base_prefix, sys.prefix, sys.flags.dev_mode, sys.argv[1:])"
     with factory, factory.open(tmp_path) as sandbox:
-        done = sandbox.run(
-            'mkdir -p .tox/py39/bin && ln -s "$(command -v python)" .tox/py39/bin/python && '
-            f'.tox/py39/bin/python -X dev -c "{probe}" one "two words" && '
-            '/usr/bin/python3.9 -c "import sys; print(sys.prefix)"',
-            env={},
-            timeout=120,
-        )
+        done = sandbox.run(THROUGH_A_LINK, env={}, timeout=120)
     assert done.exit_code == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines() == ["True /opt/venv True ['one', 'two words']", "/usr"]
+    assert done.stdout.splitlines() == through_a_link_seen("/opt/venv")

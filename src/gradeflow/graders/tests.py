@@ -50,7 +50,7 @@ from gradeflow.graders.expected_outcomes import unborrowed_outcomes
 from gradeflow.models import GradeComponent, Role, TestsSpec
 from gradeflow.models.evidence import Outcome, TestRunEvidence
 
-__all__ = ["TestGrader", "counts_as_passed"]
+__all__ = ["TestGrader", "counts_as_passed", "set_aside_messages"]
 
 
 class TestGrader(Grader):
@@ -76,10 +76,7 @@ class TestGrader(Grader):
         component = self._score(context, run, f2p, [t for t in p2p if t not in failing_on_base], role)
         if failing_on_base:
             component.details["failing_on_base"] = failing_on_base
-            component.messages += [
-                f"pass_to_pass {t} is {outcome} on the pristine base too: not scored"
-                for t, outcome in failing_on_base.items()
-            ]
+            component.messages += set_aside_messages(failing_on_base)
         return component
 
     def _score(
@@ -213,6 +210,13 @@ def _failing_on_base(context: GradingContext, p2p: list[str]) -> dict[str, Outco
         return {}
     found = {t: base.outcomes.get(t, "missing") for t in p2p}
     return {t: outcome for t, outcome in found.items() if outcome in ("failed", "error", "missing")}
+
+
+def set_aside_messages(failing_on_base: dict[str, Outcome]) -> list[str]:
+    """One message per pass_to_pass test set aside for failing on the pristine base (test id → its outcome there)."""
+    return [
+        f"pass_to_pass {t} is {outcome} on the pristine base too: not scored" for t, outcome in failing_on_base.items()
+    ]
 
 
 def _unusable(run: TestRunEvidence) -> tuple[str, str] | None:

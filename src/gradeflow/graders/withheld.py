@@ -8,7 +8,7 @@ timings are published without them. Pure.
 
 from __future__ import annotations
 
-from gradeflow.graders.tests import counts_as_passed
+from gradeflow.graders.tests import counts_as_passed, set_aside_messages
 from gradeflow.models import GradeComponent, GradeResult, TaskSpec
 
 __all__ = ["withhold_hidden_details", "withhold_hidden_timings", "withholds_hidden_details"]
@@ -50,7 +50,7 @@ def withhold_hidden_details(task_spec: TaskSpec, component: GradeComponent) -> G
         for test, v in verdicts[kind].items()
         if v == "failed" and test not in set_aside
     ]
-    messages += [f"pass_to_pass {t} is {o} on the pristine base too: not scored" for t, o in set_aside.items()]
+    messages += set_aside_messages(set_aside)
     # Which declared tests compared a value equal by the repository's own rule, or equal to anything; not where,
     # nor which type, nor any undeclared (hidden) test's id.
     kinds = {test: kind for kind in ("pass_to_pass", "fail_to_pass") for test in verdicts[kind]}

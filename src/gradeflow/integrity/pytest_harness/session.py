@@ -128,7 +128,7 @@ def _make_harness(config_text):
     # in the same process (pytester's ``inline_run``, pytest's own ``testdir``) makes inner sessions the harness is
     # loaded into too (the same module, the same hooks): they are the outer test's call, checked around that call,
     # and record nothing of their own. Told apart by identity, never by an attribute the code under test could set.
-    own: dict[str, Any] = {"config": None, "session": None, "items": frozenset()}
+    own: dict[str, Any] = {"config": None, "session": None, "items": frozenset(), "held": []}
 
     def own_config(pytest_config):
         if own["config"] is None:
@@ -419,8 +419,8 @@ def _make_harness(config_text):
     def collection_finish(session):
         if session is not own["session"]:
             return
-        own["items"] = frozenset(map(identity, session.items))
-        state["own_items"] = list(session.items)  # held, so no inner session's item takes one's address
+        own["held"] = list(session.items)  # held, so no inner session's item takes one's address
+        own["items"] = frozenset(map(identity, own["held"]))
         record["collected"] = [item.nodeid for item in session.items]
         record["plugins"] = plugin_files(session.config)
         state["plugins"] = state["pm"].get_plugins()
