@@ -80,6 +80,18 @@ def history(repo: str) -> Path:
     return MIRRORS / STAND_INS.get(repo, repo.replace("/", "+")) / "repo"
 
 
+def submodule_repos(repo: Path, commit: str) -> list[str]:
+    """owner/name of the GitHub repositories the ``.gitmodules`` of ``commit`` names (their snapshots are
+    cloned into the mirrors folder beside the row's, where this machine has them)."""
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "config", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"\.url$"],
+        capture_output=True,
+        text=True,
+    )
+    found = (re.search(r"github\.com[:/]([^/]+)/([^/\s]+?)(?:\.git)?/?$", line) for line in proc.stdout.splitlines())
+    return [f"{match[1]}/{match[2]}" for match in found if match]
+
+
 def read_row(instance: str, rows: Path = ROWS) -> dict[str, object]:
     return row_from_page(git(rows, "show", f"HEAD:{PAGES}/{instance}.md"), instance)
 

@@ -41,7 +41,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from _swebench_rows import ROWS, has_commit, history, in_run, instance_ids, model_run, read_row, repo_of
+from _swebench_rows import (
+    ROWS,
+    has_commit,
+    history,
+    in_run,
+    instance_ids,
+    model_run,
+    read_row,
+    repo_of,
+    submodule_repos,
+)
 
 WORK = Path(os.environ.get("GRADEFLOW_BENCH_WORK", "/tmp/gradeflow-swebench")).resolve()
 os.environ.setdefault("GRADEFLOW_HOME", str(WORK / "home"))
@@ -98,10 +108,11 @@ def prepare(instances: list[str], rows_repo: Path) -> dict[str, dict[str, str]]:
     verified = in_run()
     for instance in instances:
         row = read_row(instance, rows_repo)
-        mirror = WORK / "mirrors" / str(row["repo"]).replace("/", "__")
-        if not mirror.is_dir():
-            mirror.parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "clone", "-q", "--bare", "--local", str(history(str(row["repo"]))), str(mirror)])
+        for repo in [str(row["repo"]), *submodule_repos(history(str(row["repo"])), str(row["base_commit"]))]:
+            mirror = WORK / "mirrors" / repo.replace("/", "__")
+            if not mirror.is_dir() and history(repo).is_dir():
+                mirror.parent.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["git", "clone", "-q", "--bare", "--local", str(history(repo)), str(mirror)])
         resolved, model_patch = model_run(instance) if instance in verified else (None, None)
         rows.append(row)
         for kind, patch in (("gold", str(row["patch"])), ("empty", ""), ("model", model_patch)):

@@ -14,6 +14,7 @@ from gradeflow.authoring.swebench import map_test_name
 from gradeflow.cli import main
 from gradeflow.errors import SpecError
 from gradeflow.spec import load_task
+from gradeflow.tasks.repo import materialize, resolve_base
 
 COMMAND = "python -m pytest -q -p no:cacheprovider --junitxml={junit}"
 UNITS = """import unittest
@@ -458,3 +459,34 @@ def test_a_docstring_line_of_several_tests_is_listed_with_their_ids_and_graded_b
         "last fails": (1, False, {"add() adds.": "failed"}, "recorder"),
         "last passes": (0, True, {"add() adds.": "passed"}, "recorder"),
     }
+
+
+def test_a_base_with_submodules_gets_them_from_the_mirrors_folder(
+    dataset: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instances, repos, commands = dataset
+    helpers = repos / "acme__helpers"
+    helpers.mkdir()
+    (helpers / "helper.py").write_text("HELPS = True\n")
+    _git(helpers, "init", "-q")
+    _git(helpers, "add", "-A")
+    _git(helpers, "commit", "-qm", "helpers")
+    repo = repos / "acme__calc"
+    for path, url in (("helpers", "https://github.com/acme/helpers.git"), ("gone", "../gone.git")):
+        _git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(helpers), path)
+        _git(repo, "config", "-f", ".gitmodules", f"submodule.{path}.url", url)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "submodules")
+    row = json.loads(instances.read_text().splitlines()[0])
+    row["base_commit"] = _git(repo, "rev-parse", "HEAD").strip()
+    instances.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "tasks"
+    argv = ["task", "import-swebench", str(instances), "--repos", str(repos), "--commands", str(commands)]
+    assert main([*argv, "--out", str(out)]) == 0
+    text = (out / "acme__calc-1" / "task.yaml").read_text()
+    assert yaml.safe_load(text)["submodules"] == {"helpers": "../../repos/acme__helpers"}
+    assert f"Submodule gone (../gone.git): no mirror in {repos} holds" in text.split("task_id:")[0]
+
+    materialize(resolve_base(load_task(out / "acme__calc-1" / "task.yaml")), tmp_path / "ws")
+    assert (tmp_path / "ws" / "helpers" / "helper.py").read_text() == "HELPS = True\n"
+    assert list((tmp_path / "ws" / "gone").iterdir()) == []

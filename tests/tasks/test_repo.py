@@ -183,3 +183,62 @@ def test_hostile_or_stale_patches_are_refused(tmp_path: Path, patch: str, error:
     with pytest.raises(error):
         apply_patch(work, patch)
     assert not (tmp_path.parent / "etc").exists()
+
+
+def _repo_with(folder: Path, files: dict[str, str]) -> str:
+    folder.mkdir(parents=True)
+    _git(folder, "init", "-q")
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    _git(folder, "add", "-A")
+    _git(folder, "commit", "-qm", "one")
+    return _git(folder, "rev-parse", "HEAD").strip()
+
+
+def _add_submodule(repo: Path, source: Path, path: str) -> None:
+    _git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), path)
+    _git(repo, "commit", "-qm", f"add {path}")
+
+
+def test_submodules_are_filled_from_local_repositories_at_the_pinned_commit(tmp_path: Path) -> None:
+    inner = tmp_path / "inner"
+    _repo_with(inner, {"deep.py": "DEEP = 1\n"})
+    helpers = tmp_path / "helpers"
+    _repo_with(helpers, {"helper.py": "PINNED = True\n"})
+    _add_submodule(helpers, inner, "inner")
+    other = tmp_path / "other"
+    _repo_with(other, {"other.py": "X = 1\n"})
+    repo = tmp_path / "upstream"
+    _repo_with(repo, {"a.py": "import helper\n"})
+    _add_submodule(repo, helpers, "helpers")
+    _add_submodule(repo, other, "vendor/other")
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    (helpers / "helper.py").write_text("PINNED = False\n")  # a later commit of the submodule: not the base's
+    _git(helpers, "commit", "-qam", "later")
+
+    sources = {"helpers": str(helpers), "helpers/inner": str(inner)}
+    task = TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base, submodules=sources))
+    materialize(resolve_base(task), tmp_path / "ws")
+    assert (tmp_path / "ws" / "helpers" / "helper.py").read_text() == "PINNED = True\n"
+    assert (tmp_path / "ws" / "helpers" / "inner" / "deep.py").read_text() == "DEEP = 1\n"
+    assert not (tmp_path / "ws" / "helpers" / ".git").exists()
+    assert list((tmp_path / "ws" / "vendor" / "other").iterdir()) == []  # not listed: empty, as git leaves it
+    tracked = _git(tmp_path / "ws", "ls-files").split()
+    assert "helpers/inner/deep.py" in tracked  # the snapshot holds the submodules' files as its own
+
+    without = TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base))
+    materialize(resolve_base(without), tmp_path / "plain")
+    assert list((tmp_path / "plain" / "helpers").iterdir()) == []
+
+    wrong = TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base, submodules={"a.py": str(other)}))
+    with pytest.raises(BaselineBroken, match=r"submodules names a\.py, which is not a submodule"):
+        materialize(resolve_base(wrong), tmp_path / "wrong")
+    stale = TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base, submodules={"helpers": str(other)}))
+    with pytest.raises(BaselineBroken, match="does not hold the pinned commit"):
+        materialize(resolve_base(stale), tmp_path / "stale")
+    with pytest.raises(SpecError, match=r"submodules: helpers: .* is not a folder"):
+        resolve_base(
+            TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base, submodules={"helpers": "/nope"}))
+        )
+    with pytest.raises(ValueError, match="must be a relative path inside the repository"):
+        TaskSpec.model_validate(make_task(repo=str(repo), base_revision=base, submodules={"../x": str(other)}))

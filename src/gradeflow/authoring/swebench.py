@@ -287,6 +287,53 @@ def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
     return mirror, proc.stdout.strip()
 
 
+_HOSTED = re.compile(r"^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@/]+@[^:/]+:)([^/]+)/([^/]+?)(?:\.git)?/?$")
+
+
+def _submodule_mirror(url: str, repo: str, repos: Path) -> Path | None:
+    """The mirror in ``repos`` of a submodule's URL (hosted, or relative to the row's repository), if any."""
+    if url.startswith("../"):
+        owner, name = repo.split("/")[0], url.removeprefix("../").removesuffix(".git").strip("/")
+    elif (hosted := _HOSTED.match(url)) is not None:
+        owner, name = hosted.groups()
+    else:
+        return None
+    mirror = repos / f"{owner}__{name}"
+    return mirror if mirror.is_dir() else None
+
+
+def _submodules(mirror: Path, base: str, repo: str, repos: Path, notes: list[str], prefix: str = "") -> dict[str, str]:
+    """The base's git submodules that have a mirror holding the pinned commit (nested ones too), mirror paths
+    absolute; a note for each that has none (it stays an empty folder, as a checkout leaves it)."""
+    links = {}
+    for line in run_git(mirror, "ls-tree", "-r", "-z", base).stdout.split("\0"):
+        meta, _, path = line.partition("\t")
+        if meta.startswith("160000 "):
+            links[path] = meta.split()[2]
+    if not links:
+        return {}
+    listed = run_git(
+        mirror, "config", "--blob", f"{base}:.gitmodules", "-z", "--get-regexp", r"\.(path|url)$", check=False
+    ).stdout
+    config = dict(entry.split("\n", 1) for entry in listed.split("\0") if "\n" in entry)
+    urls = {config[key]: config.get(key[: -len(".path")] + ".url", "") for key in config if key.endswith(".path")}
+    found: dict[str, str] = {}
+    for path, commit in sorted(links.items()):
+        url = urls.get(path, "")
+        source = _submodule_mirror(url, repo, repos)
+        held = (
+            source is not None
+            and run_git(source, "cat-file", "-e", f"{commit}^{{commit}}", check=False).returncode == 0
+        )
+        if source is None or not held:
+            where = f"no mirror in {repos} holds {commit[:12]}" if url else "no url in .gitmodules"
+            notes.append(f"Submodule {prefix}{path} ({url or '?'}): {where}; it stays an empty folder.")
+            continue
+        found[prefix + path] = str(source.resolve())
+        found |= _submodules(source, commit, repo, repos, notes, f"{prefix}{path}/")
+    return found
+
+
 def _write_hidden(
     mirror: Path, base: str, row: dict[str, Any], folder: Path, labels: list[str]
 ) -> tuple[dict[str, str], DocstringTests | None]:
@@ -350,11 +397,14 @@ def _convert(
     if names_listed.last_run:
         tests["last_run_of"] = {shared.name: shared.test_ids for shared in names_listed.last_run}
     tests |= hidden
+    notes = list(made.notes)
+    submodules = _submodules(mirror, base, str(row["repo"]), repos, notes)
     spec = {
         "task_id": instance,
         "type": "bugfix",
         "repo": os.path.relpath(mirror.resolve(), folder.resolve()),
         "base_revision": base,
+        "submodules": {path: os.path.relpath(source, folder.resolve()) for path, source in submodules.items()} or None,
         "setup": made.setup,
         "tests": tests | SWEBENCH_PASS_RULE,
         "constraints": {"protected": _test_patch_files(row["test_patch"])},
@@ -362,7 +412,7 @@ def _convert(
         "env": made.env or None,
         "issue": row.get("problem_statement") or None,
     }
-    write_spec(folder / "task.yaml", spec, _header(row, made.notes, names_listed))
+    write_spec(folder / "task.yaml", spec, _header(row, notes, names_listed))
     imported.quarantined.extend(names_listed.left_out)
     imported.last_run.extend(names_listed.last_run)
     return folder / "task.yaml"

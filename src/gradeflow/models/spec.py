@@ -447,6 +447,10 @@ class TaskSpec(_Spec):
     """A git repository (path or URL), a plain folder, or a ``.tar.gz``; relative to the task file."""
     base_revision: str | None = None
     """Commit of a git repository; omitted for a folder or archive, whose content hash stands in."""
+    submodules: dict[str, str] = Field(default_factory=dict)
+    """Local git repositories for the base's git submodules: the submodule's path in ``repo`` to a repository
+    holding the commit the base pins (relative to the task file). A submodule not listed is left an empty
+    folder, as ``git checkout`` leaves it."""
     setup: str | None = None
     """Command run in the sandbox before the tests, e.g. ``pip install -e .``."""
     env: dict[str, SecretStr] = Field(default_factory=dict)
@@ -479,6 +483,18 @@ class TaskSpec(_Spec):
     """A file holding the issue text instead of ``issue``; relative to the task file."""
 
     _resolve_repo = field_validator("repo")(_resolve)
+
+    @field_validator("submodules")
+    @classmethod
+    def _resolve_submodules(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        resolved = {}
+        for path, location in value.items():
+            parts = Path(path).parts
+            if not path or Path(path).is_absolute() or ".." in parts or parts[:1] == (".git",):
+                raise ValueError(f"submodule path {path!r} must be a relative path inside the repository")
+            resolved[Path(path).as_posix()] = _resolve(location, info) or location
+        return resolved
+
     _resolve_issue_file = field_validator("issue_file")(_resolve)
 
     @model_validator(mode="after")

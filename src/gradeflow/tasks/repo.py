@@ -33,6 +33,8 @@ class BaseRef(BaseModel):
     location: str
     revision: str
     """Full commit id, or the content hash of a folder or archive."""
+    submodules: dict[str, str] = {}
+    """A git base's submodules filled from local repositories: path in the base -> repository."""
 
 
 def resolve_base(task: TaskSpec) -> BaseRef:
@@ -49,7 +51,13 @@ def resolve_base(task: TaskSpec) -> BaseRef:
     if path.is_file() and location.endswith((".tar.gz", ".tgz")):
         return BaseRef(kind="archive", location=location, revision=_file_hash(path))
     if (path / ".git").exists() or task.base_revision:
-        return BaseRef(kind="git", location=location, revision=_git_revision(path, task))
+        for name, source in task.submodules.items():
+            if not Path(source).is_dir():
+                raise SpecError(f"submodules: {name}: {source} is not a folder (task {task.task_id})")
+        revision = _git_revision(path, task)
+        return BaseRef(kind="git", location=location, revision=revision, submodules=task.submodules)
+    if task.submodules:
+        raise SpecError(f"submodules: given for {location}, which is not a git repository (task {task.task_id})")
     return BaseRef(kind="folder", location=location, revision=_folder_hash(path))
 
 
@@ -110,12 +118,13 @@ def _owner_may_write(root: Path) -> None:
         root.chmod(mode | 0o700)
 
 
-def _checkout(repo: Path, revision: str, dest: Path) -> None:
+def _checkout(repo: Path, revision: str, dest: Path, submodules: dict[str, str] | None = None) -> None:
     """The tree of ``revision`` as git checks it out into the empty ``dest`` (no ``.git`` left behind).
 
     Not ``git archive``: it applies ``export-subst`` and ``export-ignore``, so the base would differ from
     an agent's checkout in files the agent never touched. The clone borrows the repository's objects
-    (``--shared``), so the user's repository is only read.
+    (``--shared``), so the user's repository is only read. A submodule (a gitlink) named in ``submodules``
+    is checked out the same way from its repository, at the commit the tree pins; others stay empty folders.
     """
     git(dest.parent, "clone", "-q", "--shared", "--no-checkout", str(repo.resolve()), str(dest))
     git(dest, "checkout", "-q", "--detach", revision)
@@ -126,7 +135,31 @@ def _checkout(repo: Path, revision: str, dest: Path) -> None:
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise BaselineBroken(f"{repo} lacks the content of {len(missing)} file(s) of {revision[:12]}: {shown}")
+    links = _gitlinks(dest)
     shutil.rmtree(dest / ".git")
+    submodules = submodules or {}
+    for name, source in submodules.items():
+        if any(name.startswith(f"{other}/") for other in submodules):
+            continue  # filled by the checkout of the submodule holding it
+        if name not in links:
+            raise BaselineBroken(f"submodules names {name}, which is not a submodule of {repo} at {revision[:12]}")
+        pinned = git(Path(source), "rev-parse", "--verify", "--quiet", f"{links[name]}^{{commit}}", check=False)
+        if pinned.returncode != 0:
+            raise BaselineBroken(f"submodule {name}: {source} does not hold the pinned commit {links[name][:12]}")
+        inside = {path[len(name) + 1 :]: where for path, where in submodules.items() if path.startswith(f"{name}/")}
+        shutil.rmtree(dest / name)
+        _checkout(Path(source), links[name], dest / name, inside)
+
+
+def _gitlinks(checkout: Path) -> dict[str, str]:
+    """The submodules of a checkout's index: path -> the commit it pins."""
+    listed = git(checkout, "ls-files", "--stage", "-z").stdout.decode(errors="surrogateescape")
+    links = {}
+    for entry in listed.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if meta.startswith("160000 "):
+            links[path] = meta.split()[1]
+    return links
 
 
 def materialize(base: BaseRef, dest: Path) -> None:
@@ -142,7 +175,7 @@ def _write_files(base: BaseRef, dest: Path) -> None:
     """The base's files, as git checks them out, into the (created if needed) empty folder ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     if base.kind == "git":
-        _checkout(Path(base.location), base.revision, dest)
+        _checkout(Path(base.location), base.revision, dest, base.submodules)
     elif base.kind == "folder":
         copy_tree(Path(base.location), dest)
     else:
