@@ -71,11 +71,12 @@ def grade(
 
 def grade_in(session: Session, submission: Submission) -> GradeResult:
     """Grade ``submission`` in an opened session (what :func:`grade` does once its input is checked)."""
+    from gradeflow.engine.clients import shared_client_context
     from gradeflow.flows.grade import grade_submission
     from gradeflow.graders.withheld import withhold_hidden_timings
 
     spec = session.task_spec
-    with prefect_server_errors(), flow_runs_without_heartbeat():
+    with prefect_server_errors(), flow_runs_without_heartbeat(), shared_client_context():
         result = grade_submission(spec, submission, sandbox=session.factory, profile=session.profile, base=session.base)
     assert isinstance(result, GradeResult)
     return withhold_hidden_timings(spec, result)

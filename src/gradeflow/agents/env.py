@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
 from gradeflow.agents.trial import bring_back, oversize_result
+from gradeflow.engine.clients import shared_client_context
 from gradeflow.engine.local_server import use_local_server
 from gradeflow.errors import InfraError, SpecError, SubmissionTooLarge, prefect_server_errors
 from gradeflow.flows.grade import grade_submission
@@ -220,7 +221,7 @@ class RepoEnv:
         """What ``gradeflow grade --workspace`` does with an opened session."""
         session = self._session
         # The grade's artifacts are posted after the reward is returned (flushed by close and at exit).
-        with flow_runs_without_heartbeat(), deferred_artifacts():
+        with flow_runs_without_heartbeat(), deferred_artifacts(), shared_client_context():
             state = grade_submission(
                 session.task_spec, submission, session.factory, session.profile, session.base, return_state=True
             )

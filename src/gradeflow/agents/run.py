@@ -11,6 +11,7 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from gradeflow.agents.config import PlannedTrial, TrialConfig, trial_key
 from gradeflow.agents.flows import TrialRun, run_trials_flow
 from gradeflow.agents.sandboxes import agent_factory
+from gradeflow.engine.clients import shared_client_context
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
@@ -95,7 +96,7 @@ def run_trials(
 
         runner = DaskTaskRunner(address=dask_address)
     label = plan[0].config.model_id if plan else "empty"
-    with flow_runs_without_heartbeat():
+    with flow_runs_without_heartbeat(), shared_client_context():
         result = run_trials_flow.with_options(task_runner=runner)(plan, ledger, label, show_progress, slot)
     assert isinstance(result, TrialRun)
     return result

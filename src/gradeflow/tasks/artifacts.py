@@ -22,9 +22,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import structlog
-from prefect.client.orchestration import get_client
 from prefect.client.schemas.actions import ArtifactCreate
 from prefect.context import SettingsContext, get_settings_context
+
+from gradeflow.engine.clients import sync_client
 
 __all__ = ["deferred_artifacts", "flush_artifacts", "post_artifacts"]
 
@@ -72,7 +73,7 @@ def flush_artifacts(timeout: float = 60.0) -> bool:
 
 
 def _post(artifacts: list[ArtifactCreate]) -> None:
-    with get_client(sync_client=True) as client:
+    with sync_client() as client:
         for artifact in artifacts:
             client.create_artifact(artifact=artifact)
 
