@@ -71,9 +71,9 @@ def grade(
 
 def grade_in(session: Session, submission: Submission) -> GradeResult:
     """Grade ``submission`` in an opened session (what :func:`grade` does once its input is checked)."""
-    from gradeflow.engine.clients import shared_client_context
     from gradeflow.flows.grade import grade_submission
     from gradeflow.graders.withheld import withhold_hidden_timings
+    from gradeflow.tasks.clients import shared_client_context
 
     spec = session.task_spec
     with prefect_server_errors(), flow_runs_without_heartbeat(), shared_client_context():

@@ -25,7 +25,6 @@ from pydantic import BaseModel, Field
 from gradeflow.agents.config import ISSUE_VARIABLE
 from gradeflow.agents.sandboxes import ISSUE_NAME, agent_factory, issue_text
 from gradeflow.agents.trial import bring_back, oversize_result
-from gradeflow.engine.clients import shared_client_context
 from gradeflow.engine.local_server import use_local_server
 from gradeflow.errors import InfraError, SpecError, SubmissionTooLarge, prefect_server_errors
 from gradeflow.flows.grade import grade_submission
@@ -36,6 +35,7 @@ from gradeflow.models import GradeResult, Submission, TaskSpec
 from gradeflow.sandbox.base import CommandResult, Sandbox, remove_tree
 from gradeflow.spec import load_task
 from gradeflow.tasks.artifacts import deferred_artifacts, flush_artifacts
+from gradeflow.tasks.clients import shared_client_context
 from gradeflow.tasks.repo import resolve_base, write_agent_checkout
 
 __all__ = ["Action", "InconclusiveGrade", "Observation", "Read", "RepoEnv", "Run", "Submit", "Write"]

@@ -11,11 +11,11 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from gradeflow.agents.config import PlannedTrial, TrialConfig, trial_key
 from gradeflow.agents.flows import TrialRun, run_trials_flow
 from gradeflow.agents.sandboxes import agent_factory
-from gradeflow.engine.clients import shared_client_context
 from gradeflow.errors import SpecError
 from gradeflow.evaluation.ledger import Ledger
 from gradeflow.flows.session import flow_runs_without_heartbeat, open_session
 from gradeflow.models import TaskSpec
+from gradeflow.tasks.clients import shared_client_context
 from gradeflow.tasks.repo import resolve_base
 
 __all__ = ["oracle_references", "plan_trials", "preflight", "reference_beside", "run_trials"]

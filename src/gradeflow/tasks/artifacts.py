@@ -25,7 +25,7 @@ import structlog
 from prefect.client.schemas.actions import ArtifactCreate
 from prefect.context import SettingsContext, get_settings_context
 
-from gradeflow.engine.clients import sync_client
+from gradeflow.tasks.clients import sync_client
 
 __all__ = ["deferred_artifacts", "flush_artifacts", "post_artifacts"]
 

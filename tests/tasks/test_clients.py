@@ -1,4 +1,4 @@
-"""Prefect clients built on one TLS context per process (gradeflow/engine/clients.py)."""
+"""Prefect clients built on one TLS context per process (gradeflow/tasks/clients.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from prefect import flow, task
 from prefect.client.orchestration import get_client
 from prefect.context import SyncClientContext
 
-from gradeflow.engine.clients import shared_client_context
+from gradeflow.tasks.clients import shared_client_context
 
 
 @task
