@@ -20,6 +20,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from gradeflow.authoring.swebench import submodule_repo
+
 MIRRORS = Path("/work/.mirror")
 ROWS = MIRRORS / "mir+fiddle-test-cov" / "repo"
 PAGES = "evals/bench/test"
@@ -80,16 +82,16 @@ def history(repo: str) -> Path:
     return MIRRORS / STAND_INS.get(repo, repo.replace("/", "+")) / "repo"
 
 
-def submodule_repos(repo: Path, commit: str) -> list[str]:
-    """owner/name of the GitHub repositories the ``.gitmodules`` of ``commit`` names (their snapshots are
-    cloned into the mirrors folder beside the row's, where this machine has them)."""
+def submodule_repos(history_repo: Path, repo: str, commit: str) -> list[str]:
+    """owner/name of the repositories the ``.gitmodules`` of ``commit`` names, as the import reads them (their
+    snapshots are cloned into the mirrors folder beside the row's, where this machine has them)."""
     proc = subprocess.run(
-        ["git", "-C", str(repo), "config", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"\.url$"],
+        ["git", "-C", str(history_repo), "config", "--blob", f"{commit}:.gitmodules", "--get-regexp", r"\.url$"],
         capture_output=True,
         text=True,
     )
-    found = (re.search(r"github\.com[:/]([^/]+)/([^/\s]+?)(?:\.git)?/?$", line) for line in proc.stdout.splitlines())
-    return [f"{match[1]}/{match[2]}" for match in found if match]
+    named = (submodule_repo(line.split(" ", 1)[-1], repo) for line in proc.stdout.splitlines())
+    return [name for name in named if name]
 
 
 def read_row(instance: str, rows: Path = ROWS) -> dict[str, object]:

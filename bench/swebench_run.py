@@ -108,7 +108,8 @@ def prepare(instances: list[str], rows_repo: Path) -> dict[str, dict[str, str]]:
     verified = in_run()
     for instance in instances:
         row = read_row(instance, rows_repo)
-        for repo in [str(row["repo"]), *submodule_repos(history(str(row["repo"])), str(row["base_commit"]))]:
+        own = str(row["repo"])
+        for repo in [own, *submodule_repos(history(own), own, str(row["base_commit"]))]:
             mirror = WORK / "mirrors" / repo.replace("/", "__")
             if not mirror.is_dir() and history(repo).is_dir():
                 mirror.parent.mkdir(parents=True, exist_ok=True)

@@ -227,7 +227,7 @@ def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again
     for folder in (tmp_path, tmp_path / "layers", layer):
         folder.chmod(0o755)
     (tmp_path / "ws").mkdir()
-    factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
+    factory = sandbox_factory(EnvironmentSpec(**BULLSEYE), "docker")
     show = "python -c 'import sys, helper; print(sys.prefix, helper.VALUE)'; touch /opt/venv/planted"
     with factory, factory.open(tmp_path / "ws") as sandbox:
         fresh = sandbox.run("python -c 'import sys; print(sys.prefix)'; pip --version", env={}, timeout=60)
@@ -287,7 +287,7 @@ def test_an_interpreter_started_through_a_link_to_the_environments_runs_as_it_un
 ) -> None:
     # As in the isolated sandbox (tests/environments/test_task_environments.py): tox --current-env's link.
     del docker_client, no_leftovers
-    factory = sandbox_factory(EnvironmentSpec(root="debian:bullseye", packages=["python3-pytest"]), "docker")
+    factory = sandbox_factory(EnvironmentSpec(**BULLSEYE), "docker")
     with factory, factory.open(tmp_path) as sandbox:
         done = sandbox.run(THROUGH_A_LINK, env={}, timeout=120)
     assert done.exit_code == 0, done.stdout + done.stderr

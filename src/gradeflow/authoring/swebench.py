@@ -46,6 +46,7 @@ from gradeflow.authoring.new_task import HIDDEN_FOLDER, REFERENCE_FILE, write_sp
 from gradeflow.authoring.patches import applied_tree, copy_files, run_git, split_diff
 from gradeflow.errors import SpecError
 from gradeflow.spec import json_object, load_yaml
+from gradeflow.tasks.repo import gitlinks
 
 __all__ = [
     "SWEBENCH_PASS_RULE",
@@ -56,6 +57,7 @@ __all__ = [
     "import_instances",
     "map_test_name",
     "read_instances",
+    "submodule_repo",
 ]
 
 HIDDEN_PATCH_FILE = "test.patch"
@@ -290,26 +292,25 @@ def _mirror(row: dict[str, Any], repos: Path) -> tuple[Path, str]:
 _HOSTED = re.compile(r"^(?:[a-z+]+://(?:[^@/]+@)?[^/]+/|[^@/]+@[^:/]+:)([^/]+)/([^/]+?)(?:\.git)?/?$")
 
 
-def _submodule_mirror(url: str, repo: str, repos: Path) -> Path | None:
-    """The mirror in ``repos`` of a submodule's URL (hosted, or relative to the row's repository), if any."""
+def submodule_repo(url: str, repo: str) -> str | None:
+    """``owner/name`` of a submodule's URL (hosted, or relative to the ``owner/name`` repository holding it)."""
     if url.startswith("../"):
-        owner, name = repo.split("/")[0], url.removeprefix("../").removesuffix(".git").strip("/")
-    elif (hosted := _HOSTED.match(url)) is not None:
-        owner, name = hosted.groups()
-    else:
-        return None
-    mirror = repos / f"{owner}__{name}"
-    return mirror if mirror.is_dir() else None
+        return f"{repo.split('/')[0]}/{url.removeprefix('../').removesuffix('.git').strip('/')}"
+    hosted = _HOSTED.match(url)
+    return None if hosted is None else "/".join(hosted.groups())
+
+
+def _submodule_mirror(url: str, repo: str, repos: Path) -> Path | None:
+    """The mirror in ``repos`` of a submodule's URL, if any."""
+    named = submodule_repo(url, repo)
+    mirror = None if named is None else repos / named.replace("/", "__")
+    return mirror if mirror is not None and mirror.is_dir() else None
 
 
 def _submodules(mirror: Path, base: str, repo: str, repos: Path, notes: list[str], prefix: str = "") -> dict[str, str]:
     """The base's git submodules that have a mirror holding the pinned commit (nested ones too), mirror paths
     absolute; a note for each that has none (it stays an empty folder, as a checkout leaves it)."""
-    links = {}
-    for line in run_git(mirror, "ls-tree", "-r", "-z", base).stdout.split("\0"):
-        meta, _, path = line.partition("\t")
-        if meta.startswith("160000 "):
-            links[path] = meta.split()[2]
+    links = gitlinks(mirror, base)
     if not links:
         return {}
     listed = run_git(

@@ -16,7 +16,15 @@ from gradeflow.models import TaskSpec
 from gradeflow.tasks._filetypes import MAX_DEPTH, why_unsupported
 from gradeflow.tasks._git import git, init_snapshot_repo
 
-__all__ = ["BaseRef", "copy_tree", "materialize", "resolve_base", "skipped_by_copy", "write_agent_checkout"]
+__all__ = [
+    "BaseRef",
+    "copy_tree",
+    "gitlinks",
+    "materialize",
+    "resolve_base",
+    "skipped_by_copy",
+    "write_agent_checkout",
+]
 
 _SKIP = {".git", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
@@ -135,7 +143,7 @@ def _checkout(repo: Path, revision: str, dest: Path, submodules: dict[str, str] 
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise BaselineBroken(f"{repo} lacks the content of {len(missing)} file(s) of {revision[:12]}: {shown}")
-    links = _gitlinks(dest)
+    links = gitlinks(dest, revision)
     shutil.rmtree(dest / ".git")
     submodules = submodules or {}
     for name, source in submodules.items():
@@ -151,14 +159,15 @@ def _checkout(repo: Path, revision: str, dest: Path, submodules: dict[str, str] 
         _checkout(Path(source), links[name], dest / name, inside)
 
 
-def _gitlinks(checkout: Path) -> dict[str, str]:
-    """The submodules of a checkout's index: path -> the commit it pins."""
-    listed = git(checkout, "ls-files", "--stage", "-z").stdout.decode(errors="surrogateescape")
+def gitlinks(repo: Path, revision: str) -> dict[str, str]:
+    """The git submodules of ``revision``'s tree in ``repo`` (nested trees included, not submodules' own):
+    path -> the commit it pins."""
+    listed = git(repo, "ls-tree", "-r", "-z", revision).stdout.decode(errors="surrogateescape")
     links = {}
     for entry in listed.split("\0"):
         meta, _, path = entry.partition("\t")
         if meta.startswith("160000 "):
-            links[path] = meta.split()[1]
+            links[path] = meta.split()[2]
     return links
 
 
