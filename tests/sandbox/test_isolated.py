@@ -184,6 +184,14 @@ def test_the_limits_hold(box: IsolatedSandbox) -> None:
     assert result.disk_full and not result.ok
 
 
+def test_multiprocessing_has_a_shared_memory_folder_bounded_and_fresh_per_command(box: IsolatedSandbox) -> None:
+    pool = "python -c 'import multiprocessing as m\nwith m.Pool(2) as p:\n    print(sum(p.map(abs, [-1, -2])))'"
+    _, out, err = run(box, f"{pool} && echo left > /dev/shm/left && head -c 80m /dev/zero > /dev/shm/big; echo $?")
+    assert out.splitlines()[0] == "3", err  # semaphores made: a pool runs
+    assert out.splitlines()[-1] != "0"  # past 64 MiB the write fails
+    assert run(box, "ls -A /dev/shm")[1] == ""  # the next command starts with none of it
+
+
 def test_files_a_command_writes_stay_for_the_next_command_but_tmp(box: IsolatedSandbox) -> None:
     assert run(box, "echo kept > made.txt && echo home > $HOME/h && mkdir -p $TMPDIR/d")[0] == 0
     assert run(box, "cat made.txt $HOME/h; test -d $TMPDIR/d || echo tmp-emptied")[1] == "kept\nhome\ntmp-emptied\n"
@@ -351,6 +359,27 @@ def test_a_shaped_sandboxs_command_runs_as_a_logins_would(factory: IsolatedSandb
     session, groups, pid1_owner, pid1_readable = plain.stdout.split()[:4]
     assert (session, groups, pid1_owner != "0", pid1_readable) == ("1", "0", True, "True"), plain
     assert plain.stdout.splitlines()[1].startswith("False") and plain.stdout.splitlines()[2:] == ["False None", "given"]
+
+
+def _capabilities(status: str) -> dict[str, str]:
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in status.splitlines()) if k.startswith("Cap")}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a shaped run is a login's as root only")
+def test_a_shaped_sandboxs_bounding_set_is_a_logins_and_grants_nothing(
+    factory: IsolatedSandboxFactory, tmp_path: Path
+) -> None:
+    probe = "cat /proc/self/status"
+    with factory.shaped(Shape.drawn("calc")).open(tmp_path) as sandbox:
+        shaped = sandbox.run(probe, env={}, timeout=30)
+    with factory.open(tmp_path) as sandbox:
+        plain = sandbox.run(probe, env={}, timeout=30)
+    ours = _capabilities(Path("/proc/self/status").read_text())
+    held = {"CapInh": "0" * 16, "CapPrm": "0" * 16, "CapEff": "0" * 16, "CapAmb": "0" * 16}
+    # A login's bounding set (the kernel's, as this process has it), and still no capability held, no privilege gained.
+    assert _capabilities(shaped.stdout) == {**held, "CapBnd": ours["CapBnd"]}, shaped
+    assert "NoNewPrivs:\t1" in shaped.stdout
+    assert _capabilities(plain.stdout) == {**held, "CapBnd": "0" * 16}, plain
 
 
 def test_a_shaped_sandboxs_dev_lists_a_machines_entries_and_reaches_no_more(

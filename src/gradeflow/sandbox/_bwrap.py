@@ -6,9 +6,9 @@ argv of one command:
 
 (as root, where it can) a shell that joins the command's cgroups → ``prlimit`` (file size; memory,
 processes and a CPU-time budget too where there are no cgroups) → where CPU has no cgroup, ``nice`` →
-``bwrap`` (new mount, pid, ipc, uts, cgroup and network namespaces; a fresh ``/proc``, a minimal ``/dev``, a
-``/tmp`` on the sandbox's own disk or a size-limited tmpfs; a command that asks for the network gets
-slirp4netns as its namespace's way out, :mod:`gradeflow.sandbox._uplink`) → as root,
+``bwrap`` (new mount, pid, ipc, uts, cgroup and network namespaces; a fresh ``/proc``, a minimal ``/dev`` with a
+writable ``/dev/shm`` of 64 MiB, a ``/tmp`` on the sandbox's own disk or a size-limited tmpfs; a command that asks
+for the network gets slirp4netns as its namespace's way out, :mod:`gradeflow.sandbox._uplink`) → as root,
 ``setpriv`` down to a non-root user with no capabilities and ``no_new_privs`` → a wrapper shell (which
 first waits for that network) → ``/bin/sh -c COMMAND``.
 
@@ -342,6 +342,10 @@ class BwrapContainment:
         args += ["--proc", "/proc", "--dev", "/dev"]
         for name, pointing in view.devices:
             args += ["--dir", f"/dev/{name}"] if pointing is None else ["--symlink", pointing, f"/dev/{name}"]
+        # A writable shared-memory folder, as a machine's and docker's (64 MiB, docker's default): POSIX semaphores
+        # live there, so without it every ``multiprocessing`` lock, queue and pool failed (EACCES), numpy's
+        # parallel build and a suite's multiprocessing tests among them. Its pages count toward the memory limit.
+        args += ["--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
         for folder, tmpfs in view.machine_folders:
             args += ["--perms", "0755", "--tmpfs" if tmpfs else "--dir", folder]
         if view.tmp is not None:
@@ -379,6 +383,7 @@ class BwrapContainment:
             return []
         machine = []
         groups = "--clear-groups"
+        bounding = ["--bounding-set=-all"]
         if self.view.machine is not None:
             # Still root, in the command's own namespaces: a best effort, the command runs whatever came of it.
             pid, interface = self.view.machine
@@ -386,6 +391,11 @@ class BwrapContainment:
             ids = (str(self.view.uid), str(self.view.gid))
             machine = ["/bin/sh", "-c", _MACHINE, "machine", str(pid), interface, f"veth{pid:x}", system, *ids]
             groups = f"--groups={self.view.gid},{_USERS_GID}"  # a person's own group and ``users``, as a login's
+            # A login's bounding set (``CapBnd`` in ``/proc/self/status``: the kernel's whole set, where the sandbox
+            # showed an empty one and a sixth blind red team's fix strict only then passed): the grader's own, which
+            # bwrap leaves as it found it. It grants nothing: the command's user holds no capability, and under
+            # ``no_new_privs`` no set-user-id bit or file capability raises one.
+            bounding = []
         return [
             *machine,
             "setpriv",
@@ -393,7 +403,7 @@ class BwrapContainment:
             f"--regid={self.view.gid}",
             groups,
             "--inh-caps=-all",
-            "--bounding-set=-all",
+            *bounding,
             "--no-new-privs",
             "--",
         ]
@@ -426,6 +436,9 @@ own (``$5``, group ``$6``), a login uid, a soft limit of 1,024 open files under 
 own (not pid 1's), supplementary groups (:meth:`BwrapContainment._user`), and pid 1 is this shell, root's, which
 waits for it (not the command's own process, whose ``/proc/1/exe`` a user can read): a blind red team's fixes
 strict only without one of these passed. Without ``setsid`` in the view the command shares pid 1's session."""
+
+SHM_BYTES = 64 * 1024 * 1024
+"""Size of the command's ``/dev/shm`` (a tmpfs of its own)."""
 
 _probe_lock = threading.Lock()
 _probed: dict[str, str | None] = {}
