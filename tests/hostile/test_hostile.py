@@ -49,7 +49,8 @@ def test_cases_are_well_formed() -> None:
     expected = {"c2-shadow-base-plugin", "c3-rt-hookcaller-call-swap", "c3-conftest-written-at-import"}
     expected |= {"c3-vw-sandbox-user", "c3-vw-workspace-path", "c3-vw-dev-entries", "c3-vw-run-folder"}
     expected |= {"c3-vw-var-folder", "c3-vw-mount-flags", "c3-vw-session-leader", "c3-vw-no-groups"}
-    expected |= {"c3-vw-pid1-owner", "c3-vw-login-session", "c3-vw-hostname-file", "c3-vw-capability-bound"}
+    expected |= {"c3-vw-pid1-owner", "c3-vw-login-session", "c3-vw-hostname-file"}
+    expected |= {"c3-vw-capability-bound", "c3-vw-root-device"}
     expected |= {"c3-vw-disk-size", "c3-vw-disk-empty", "c3-vw-sys-absent"}
     expected |= {"c3-class-spoof-getattribute", "c3-class-spoof-type-call"}
     expected |= {"c5-fill-tmp-then-delete"}  # docker's disk watcher polls: a fill undone within one poll can go unseen

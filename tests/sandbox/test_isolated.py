@@ -449,13 +449,13 @@ def test_a_shaped_sandboxs_mounts_are_neither_nosuid_nor_nodev_where_a_machines_
 
 
 _DISKS = (
-    "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME']):\n"
+    "python3 -c \"import os\nfor f in ('.', '/', '/tmp', os.environ['HOME'], '/usr'):\n"
     "    i = os.statvfs(f)\n    print(i.f_blocks * i.f_frsize, i.f_files, os.stat(f).st_dev,"
     ' (i.f_blocks - i.f_bfree) * i.f_frsize, i.f_bavail * i.f_frsize)"'
     "; touch /made 2>/dev/null || echo root-refused"
 )
-"""The size, inode count, device, bytes in use and bytes free to a user of the workspace's, ``/``'s, ``/tmp``'s and
-``HOME``'s file systems, one line each, then whether ``/`` refused a file."""
+"""The size, inode count, device, bytes in use and bytes free to a user of the workspace's, ``/``'s, ``/tmp``'s,
+``HOME``'s and ``/usr``'s file systems, one line each, then whether ``/`` refused a file."""
 
 
 @pytest.mark.skipif(not _disk.disk_available(), reason="sandboxes get no disk of their own here")
@@ -470,19 +470,21 @@ def test_a_shaped_sandboxs_disk_is_the_size_of_the_machines_and_holds_its_root(
     with factory.open(workspace) as sandbox:
         plain = sandbox.run(_DISKS, env={}, timeout=30)
     *disks, refused = shaped.stdout.splitlines()
-    # The workspace (an overlay over the host's tree), /, /tmp and HOME on a file system of the host's size; all
-    # but the workspace on one device, as on a machine with one disk.
-    sizes = {tuple(map(int, line.split()[:2])) for line in disks}
+    workspace_line, root_line, tmp_line, home_line, usr_line = disks
+    # The workspace (an overlay over the host's tree), /tmp and HOME on a file system of the host's size, /tmp and
+    # HOME on one device; / on /usr's (the system's own file system, as a machine's / and /usr are one device).
+    sizes = {tuple(map(int, line.split()[:2])) for line in (workspace_line, tmp_line, home_line)}
     assert len(sizes) == 1 and refused == "root-refused", shaped.stdout
-    assert len({line.split()[2] for line in disks[1:]}) == 1
+    assert tmp_line.split()[2] == home_line.split()[2]
+    assert root_line.split()[2] == usr_line.split()[2], shaped.stdout
     ((size, inodes),) = sizes
     assert abs(size - host.f_blocks * host.f_frsize) < 0.01 * host.f_blocks * host.f_frsize
     # The host's inode count where it counts them (mke2fs rounds it up to whole groups; at most one per block).
     expected = min(host.f_files, size // 4096)
     assert abs(inodes - expected) < 0.01 * expected if host.f_files else inodes > 0
     # As much in use as on the host (up to TAKEN_MOST), and as much free to a user as that leaves (within 1% of its
-    # size, less what mke2fs can keep for root: at most half), on / and the folders on its disk.
-    used, free = int(disks[1].split()[3]), int(disks[1].split()[4])
+    # size, less what mke2fs can keep for root: at most half), on the folders on its disk.
+    used, free = int(tmp_line.split()[3]), int(tmp_line.split()[4])
     in_use = min((host.f_blocks - host.f_bfree) * host.f_frsize, _disk.TAKEN_MOST)
     assert abs(used - in_use) < 0.01 * size, shaped.stdout
     kept = min(host.f_bfree - host.f_bavail, host.f_blocks // 2) * host.f_frsize

@@ -48,6 +48,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import ClassVar
 
@@ -117,6 +118,25 @@ def _person_uid(drawn: int) -> int:
     return uid
 
 
+def _beside_system(root: str) -> Path | None:
+    """A new folder, root's, on the file system that holds ``<root>/usr`` (``None`` where no temporary or cache
+    folder is on it): a shaped run's ``/`` made there is one device with ``/usr`` and ``/etc``, as on a machine,
+    where a folder of the sandbox's own disk was another (``os.stat('/').st_dev != os.stat('/usr').st_dev``: a
+    sixth blind red team's fix strict only then passed, under the strict profile too). Named as any temporary
+    folder: the mount table shows its path."""
+    try:
+        device = os.stat(f"{root}/usr").st_dev
+    except OSError:
+        return None
+    for candidate in (tempfile.gettempdir(), "/var/tmp", str(cache_dir())):
+        with contextlib.suppress(OSError):
+            if os.stat(candidate).st_dev == device:
+                folder = Path(tempfile.mkdtemp(dir=candidate))
+                folder.chmod(0o755)
+                return folder
+    return None
+
+
 def sandbox_user() -> int:
     """A uid (and gid) no other sandbox of this machine is likely to hold now, and no account has.
 
@@ -183,9 +203,13 @@ class IsolatedSandbox(LocalSandbox):
         if shape is not None:
             self.workspace = shape.workspace
         self._settings = settings
+        root = str(self._root.folder) if self._root is not None else None
+        self._beside: Path | None = None
+        """A shaped run's folder on the file system of the system's ``/usr`` (its ``/`` and ``/etc`` files)."""
+        if shape is not None and self._disk is not None:
+            self._beside = _beside_system(root or "")
         self._accounts = self._write_accounts() if self._as_root else ()
         self._handed_over = False
-        root = str(self._root.folder) if self._root is not None else None
         system, links = system_view(root)
         own_python = interpreter_folders() if root is None else ()
         named = (*settings.shown.folders, *(str(Path(f).resolve()) for f in read_only))
@@ -198,9 +222,10 @@ class IsolatedSandbox(LocalSandbox):
         the output folder, ``HOME``, the private environment."""
         self._bwrap = bwrap_path() or "bwrap"
         self._top: str | None = None
-        """A shaped run's ``/``: an empty folder of its own disk (root's, read-only to commands)."""
+        """A shaped run's ``/``: an empty folder (root's, read-only to commands) on the file system of the system's
+        ``/usr`` where one can be had, as a machine's ``/`` and ``/usr`` are one device; else of its own disk."""
         if shape is not None and self._disk is not None:
-            top = self._scratch / "top"
+            top = (self._beside or self._scratch) / "top"
             top.mkdir(mode=0o755)
             top.chmod(0o755)
             self._top = str(top)
@@ -320,16 +345,18 @@ class IsolatedSandbox(LocalSandbox):
             "group": f"{user}:x:{gid}:\n",
         }
         files = []
+        # A shaped run's beside the system's folders: one bound over /etc/passwd is on /etc's device, as a machine's.
+        folder = self._beside or self._scratch
         for name, line in lines.items():
             host = Path("/etc") / name
             text_from = Path(f"{self._root.folder}/etc/{name}") if self._root is not None else host
             text = text_from.read_text(errors="replace") if text_from.is_file() else ""
-            ours = self._scratch / f"etc-{name}"
+            ours = folder / f"etc-{name}"
             ours.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
             ours.chmod(0o644)
             files.append((str(ours), str(host)))
         if self._shape is not None:  # a machine's /etc/hostname names it (the host's would not)
-            named = self._scratch / "hostname"
+            named = folder / "hostname"
             named.write_text(f"{self._shape.hostname}\n")
             named.chmod(0o644)
             files.append((str(named), "/etc/hostname"))
@@ -394,6 +421,8 @@ class IsolatedSandbox(LocalSandbox):
         finally:
             if self._disk is not None:
                 self._disk.close()
+            if self._beside is not None:
+                remove_tree(self._beside, ignore_errors=True)
             super().close()
 
 
