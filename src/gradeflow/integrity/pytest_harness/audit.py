@@ -582,13 +582,22 @@ def _audit_hook(workspace, record, guarded, window, relay, own_native=(), recode
         # line of a frame that many calls out. When that frame is outside the repository's call (the test's, or
         # pytest's), the read is the innermost workspace frame's below the look-up, as if it took the frame itself
         # (a sixth blind red team's patch raised only when its caller's name began with "test"). Its reach is
-        # taken at its widest: past the logging module's own frames, then ``stacklevel - 1`` more.
-        level = keeper.f_locals.get("stacklevel", 1) if keeper.f_code.co_name == "findCaller" else 1
-        if type(level) is not int or level <= 1:
+        # taken at its widest: past the logging module's own frames, then ``stacklevel - 1`` more; with
+        # ``stack_info`` (a record's ``stack_info``: the whole stack, written out) every frame.
+        if keeper.f_code.co_name != "findCaller":
+            return None
+        given = keeper.f_locals
+        level, whole = given.get("stacklevel", 1), given.get("stack_info", False)
+        # Truth read without calling the object's own ``__bool__`` (it may be the repository's): only False, None
+        # and 0 are taken for false.
+        whole = not (whole is None or whole is False or (type(whole) is int and whole == 0))
+        if not whole and (type(level) is not int or level <= 1):
             return None
         found = innermost(keeper.f_back)
         if found is None:
             return None
+        if whole:
+            return (found[0], [keeper.f_code, *found[1]]) if found[0].f_back is not None else None
         target, own = keeper.f_back, keeper.f_code.co_filename
         while target is not None and target.f_code.co_filename == own:
             target = target.f_back
