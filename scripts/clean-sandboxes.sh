@@ -36,6 +36,20 @@ for image in /tmp/tmp*/disk.ext4 /tmp/gradeflow-isolated-*/disk.ext4; do
   rm -rf --one-file-system -- "$folder" && removed=$((removed + 1))
 done
 echo "clean-sandboxes: $removed left-over sandbox disks removed"
+# A shaped (varied) run's / and /etc files, made beside the system's /usr (a temporary folder holding top,
+# etc-passwd, etc-group, hostname and a link "disk" to its sandbox's disk): a few KiB each, left by a killed
+# process. Only once that disk backs no loop device (it is in use while it does: its / is bound in the sandbox's
+# own mount namespace, which the host's mount table does not show), untouched for ten minutes.
+looped=$(losetup -nO BACK-FILE --list 2>/dev/null)
+shaped=0
+for folder in /tmp/tmp*/; do
+  folder=${folder%/}
+  [[ $folder =~ ^/tmp/tmp[a-z0-9_]{8}$ && -d $folder/top && -f $folder/etc-passwd && -L $folder/disk ]] || continue
+  grep -qxF "$(readlink "$folder/disk")" <<<"$looped" && continue
+  [[ -n $(find "$folder/etc-passwd" -maxdepth 0 -mmin +10) ]] || continue
+  rm -rf --one-file-system -- "$folder" && shaped=$((shaped + 1))
+done
+echo "clean-sandboxes: $shaped left-over shaped-run roots removed"
 # The docker sandbox's tmpfs under HOME's writes (gradeflow-home, in /tmp/gradeflow-home-upper-*): left mounted by
 # a killed process once no container uses it (the engine's overlay over it went with the container).
 home_left=0

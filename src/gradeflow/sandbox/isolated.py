@@ -184,11 +184,15 @@ class IsolatedSandbox(LocalSandbox):
         like = host_workspace if shape is not None else None
         self._disk = SandboxDisk(settings.disk, like) if self._as_root and disk_available() else None
         """The sandbox's own file system, its scratch folder (``None``: a folder on the host's disk)."""
+        self._beside: Path | None = None
+        """A shaped run's folder on the file system of the system's ``/usr`` (its ``/`` and ``/etc`` files)."""
         try:
             self._set_up(host_workspace, settings, read_only, shape)
         except BaseException:
             if self._disk is not None:
                 self._disk.close()
+            if self._beside is not None:
+                remove_tree(self._beside, ignore_errors=True)
             raise
 
     def _set_up(
@@ -204,10 +208,10 @@ class IsolatedSandbox(LocalSandbox):
             self.workspace = shape.workspace
         self._settings = settings
         root = str(self._root.folder) if self._root is not None else None
-        self._beside: Path | None = None
-        """A shaped run's folder on the file system of the system's ``/usr`` (its ``/`` and ``/etc`` files)."""
         if shape is not None and self._disk is not None:
             self._beside = _beside_system(root or "")
+            if self._beside is not None:  # scripts/clean-sandboxes.sh: a killed process left it when its disk is gone
+                (self._beside / "disk").symlink_to(self._disk.image)
         self._accounts = self._write_accounts() if self._as_root else ()
         self._handed_over = False
         system, links = system_view(root)

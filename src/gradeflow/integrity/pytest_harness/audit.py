@@ -596,8 +596,10 @@ def _audit_hook(workspace, record, guarded, window, relay, own_native=(), recode
         found = innermost(keeper.f_back)
         if found is None:
             return None
+        culprit, chain = found
+        reached = (culprit, [keeper.f_code, *chain])
         if whole:
-            return (found[0], [keeper.f_code, *found[1]]) if found[0].f_back is not None else None
+            return reached if culprit.f_back is not None else None
         target, own = keeper.f_back, keeper.f_code.co_filename
         while target is not None and target.f_code.co_filename == own:
             target = target.f_back
@@ -605,7 +607,7 @@ def _audit_hook(workspace, record, guarded, window, relay, own_native=(), recode
             if target is None:
                 return None
             target = target.f_back
-        return (found[0], [keeper.f_code, *found[1]]) if outward(found[0], target) else None
+        return reached if outward(culprit, target) else None
 
     def through(event, args, frame):
         # A read made by library code on the repository's behalf: the frame it reads (or hands back) leads to the
