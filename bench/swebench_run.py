@@ -22,8 +22,10 @@ instances' grades and raw runs first (after a change to gradeflow, whose version
 
 The imported tasks are given ``tests.publish_hidden_details: true``: the ledger then keeps the tests step's
 and the grade's times (withheld by default, as the candidate's code steers them); no verdict depends on it.
-Times: "env" the environment's build (setup with the network, read from its files' times in ``home/``);
-"grade" the mean of the empty and model grades' wall time (the environment built), "tests" their tests step,
+Times: "env" the environment's build (setup with the network, read from its files' times in ``home/``); "env
+MiB" the instance's own environment on disk (its layer over a shared one, when it has one: the totals line adds
+the shared builds, their sizes and build times); "grade" the mean of the empty and model grades' wall time (the
+environment built), "tests" their tests step,
 "raw" the test command alone, measured in this run after the grades.
 """
 
@@ -59,6 +61,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("GRADEFLOW_LOG_LEVEL", "WARNING")
 
 from gradeflow.engine.local_server import stop_server  # noqa: E402
+from gradeflow.environments.disk import tree_size  # noqa: E402
 from gradeflow.evaluation.ledger import GradeRecord, Ledger  # noqa: E402
 from gradeflow.flows.session import open_session  # noqa: E402
 from gradeflow.sandbox.base import remove_tree  # noqa: E402
@@ -229,6 +232,22 @@ def environment_build(instance: str) -> float:
     return record.stat().st_mtime - (record.parent.parent / "environment.lock").stat().st_mtime
 
 
+def environment_mib(instance: str) -> float:
+    """MiB of the instance's own environment on disk (its layer and archives; a shared one under it not counted)."""
+    built = sorted((WORK / "home" / "baselines").glob(f"{instance}-*/environment"))
+    return tree_size(built[-1]) / 2**20 if built else float("nan")
+
+
+def shared_builds() -> list[tuple[str, float, float]]:
+    """Each shared environment kept: its key, MiB and build seconds (its lock made to its record written)."""
+    found = []
+    for record in sorted((WORK / "home" / "shared").glob("*/environment.json")):
+        lock = record.parent.with_name(record.parent.name + ".lock")
+        seconds = record.stat().st_mtime - lock.stat().st_mtime if lock.exists() else float("nan")
+        found.append((record.parent.name, tree_size(record.parent) / 2**20, seconds))
+    return found
+
+
 def _latest(records: list[GradeRecord]) -> dict[tuple[str, str], GradeRecord]:
     """The latest grade per (instance, kind)."""
     latest: dict[tuple[str, str], GradeRecord] = {}
@@ -253,7 +272,7 @@ def table(instances: list[str], official: dict[str, dict[str, str]], raw: dict[s
     ledger.close()
     print(
         f"\n{'instance':28} {'ver':4} {'official':8} {'gold':7} {'empty':7} {'model':7} {'agree':5} "
-        f"{'env s':>6} {'grade s':>7} {'tests s':>7} {'raw s':>6} {'grade/raw':>9} {'tests-raw':>9}"
+        f"{'env s':>6} {'env MiB':>7} {'grade s':>7} {'tests s':>7} {'raw s':>6} {'grade/raw':>9} {'tests-raw':>9}"
     )
     agree: Counter[str] = Counter()
     asked: Counter[str] = Counter()
@@ -285,7 +304,8 @@ def table(instances: list[str], official: dict[str, dict[str, str]], raw: dict[s
             extra.append(tests - seconds)
         print(
             f"{instance:28} {official[instance]['version']:4} {official[instance]['official']:8} "
-            f"{verdicts['gold']:7} {verdicts['empty']:7} {verdicts['model']:7} {marks:5} {env:6.1f} {grade:7.1f} "
+            f"{verdicts['gold']:7} {verdicts['empty']:7} {verdicts['model']:7} {marks:5} {env:6.1f} "
+            f"{environment_mib(instance):7.1f} {grade:7.1f} "
             f"{tests:7.1f} {seconds:6.1f} {grade / seconds:9.2f} {tests - seconds:+9.1f}"
         )
     _totals(instances, agree, asked, inconclusive, ratios, extra, envs, grades)
@@ -317,6 +337,15 @@ def _totals(
             f"environment builds: median {statistics.median(built):.0f} s (range {min(built):.0f}-{max(built):.0f} s)"
         )
     print(f"grades' wall time, summed: {sum(grades):.0f} s over {len(grades)} grades")
+    shared = shared_builds()
+    own = [environment_mib(i) for i in instances]
+    own = [mib for mib in own if mib == mib]
+    if own:
+        print(
+            f"environments on disk: own layers {sum(own):.0f} MiB over {len(own)} instances (median "
+            f"{statistics.median(own):.1f} MiB), shared {sum(m for _, m, _ in shared):.0f} MiB over {len(shared)} "
+            "builds (" + ", ".join(f"{key[:14]} {mib:.0f} MiB {sec:.0f} s" for key, mib, sec in shared) + ")"
+        )
 
 
 def main() -> None:

@@ -95,6 +95,7 @@ OWN_TASK = "docs/getting-started/own-task.md"
 GRAPH = "docs/concepts/grade-graph.md"
 DECISIONS = "docs/concepts/decisions.md"
 SANDBOXES = "docs/concepts/sandboxes.md"
+ENVIRONMENTS = "docs/concepts/environments.md"
 AUTHORING = "docs/how-to/task-authoring.md"
 SWEBENCH = "docs/how-to/swebench.md"
 AGENTS = "docs/how-to/agents.md"
@@ -132,6 +133,7 @@ HANDLING: dict[tuple[str, str], tuple[str, str]] = {
     (DECISIONS, "name: mine"): ("checked", EXAMPLES + "test_the_profile_example_loads"),
     (SANDBOXES, "# both as root"): ("run", EXAMPLES + "test_the_docker_lines_run_as_written"),
     (SANDBOXES, "environment: {sandbox: docker"): ("checked", EXAMPLES + "test_the_docker_environment_is_a_valid_spec"),
+    (ENVIRONMENTS, "setup: pip install -e ."): ("checked", EXAMPLES + "test_the_shared_setup_example_is_a_valid_spec"),
     (AUTHORING, "from gradeflow.graders import Grader"): (
         "run",
         EXAMPLES + "test_the_custom_grader_loads_beside_the_task",

@@ -23,6 +23,7 @@ from docs_fences import (
     AGENTS,
     AUTHORING,
     DECISIONS,
+    ENVIRONMENTS,
     EVALUATIONS,
     FIRST_GRADE,
     GRAPH,
@@ -173,6 +174,13 @@ def test_the_docker_environment_is_a_valid_spec() -> None:
     EnvironmentSpec.model_validate(
         yaml.safe_load(fence(SANDBOXES, "environment: {sandbox: docker").text)["environment"]
     )
+
+
+def test_the_shared_setup_example_is_a_valid_spec() -> None:
+    example = yaml.safe_load(fence(ENVIRONMENTS, "setup: pip install -e .").text)
+    environment = EnvironmentSpec.model_validate(example["environment"])
+    assert environment.shared_setup and environment.shared_inputs == ["tests/requirements/py3.txt"]
+    assert example["setup"] == "pip install -e ."
 
 
 def test_the_layout_names_the_package_folders() -> None:

@@ -202,10 +202,12 @@ def test_every_entry_validates_and_runs_on_an_available_root(repo: str, version:
     entry = _entry(repo, version)
     assert RepoVersion.model_validate(entry.model_dump()) == entry
     assert entry.root in {"debian:bullseye", "debian:bookworm", "debian:trixie"}
-    assert entry.setup.startswith(
+    assert entry.shared_setup.startswith(
         "python -m pip install 'pip==24.0' && python -m pip config --site set global.cert "
-        "/etc/ssl/certs/ca-certificates.crt && "
+        "/etc/ssl/certs/ca-certificates.crt"
     )
+    # The environment's part installs packages only; the instance's installs the repository, editable.
+    assert "-e " not in entry.shared_setup and "sed " not in entry.shared_setup
     assert "pip install" in entry.setup and "-e " in entry.setup
     assert ("{junit}" in entry.test_command) == (entry.report == "junit")
     assert {"build-essential", "python3-dev", "git"} <= set(entry.packages)
@@ -228,8 +230,21 @@ def test_pytest_based_repositories_write_junit_with_swebenchs_flags() -> None:
             assert "-rA" in command and "--junitxml={junit}" in command and "-p no:cacheprovider" in command
 
 
+def test_the_shared_part_ends_where_the_repository_is_installed_or_edited() -> None:
+    django = _entry("django/django", "3.2")
+    assert django.setup == "pip install -e ."
+    assert "pip install -r tests/requirements/py3.txt" in django.shared_setup
+    assert django.shared_inputs == ["tests/requirements/py3.txt"]
+    pytest_63 = _entry("pytest-dev/pytest", "6.3")  # its tree edit is the instance's: the shared build has no tree
+    assert pytest_63.setup == "sed -i 's/>=>=/>=/' setup.cfg && python -m pip install -e ."
+    assert "pluggy==0.13.1" in pytest_63.shared_setup and pytest_63.shared_inputs == []
+    matplotlib = _entry("matplotlib/matplotlib", "3.5")
+    assert matplotlib.shared_inputs == ["requirements/testing/all.txt", "requirements/testing/travis_all.txt"]
+
+
 def test_the_model_refuses_an_inconsistent_entry() -> None:
     fields = {
+        "shared_setup": "pip install pytest",
         "python": "3.9",
         "root": "debian:bullseye",
         "setup": "pip install -e .",

@@ -353,6 +353,10 @@ def test_swebench_repositories_need_no_commands_file(
         == "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 unit.test_units"
     )
     assert django["env"]["LC_ALL"] == "en_US.UTF-8" and django["environment"]["root"] == "debian:bullseye"
+    # The environment's part is shared by every row of the version whose requirements agree (SWE-bench's env image).
+    assert "pip install -r tests/requirements/py3.txt" in django["environment"]["shared_setup"]
+    assert django["environment"]["shared_inputs"] == ["tests/requirements/py3.txt"]
+    assert django["setup"] == "pip install -e ."
     loaded = load_task(out / "acme__calc-2" / "task.yaml")
     assert (loaded.tests.report, loaded.environment.setup_network, loaded.tests.hidden_edits) == (
         "django-log",

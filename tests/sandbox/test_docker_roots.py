@@ -231,7 +231,7 @@ def test_a_mounted_environment_stays_mounted_read_only_in_a_container_made_again
     show = "python -c 'import sys, helper; print(sys.prefix, helper.VALUE)'; touch /opt/venv/planted"
     with factory, factory.open(tmp_path / "ws") as sandbox:
         fresh = sandbox.run("python -c 'import sys; print(sys.prefix)'; pip --version", env={}, timeout=60)
-        sandbox.mount_environment({"env": layer}, {}, 0)
+        sandbox.mount_environment({"env": (layer,)}, {}, 0)
         mounted = sandbox.run(show, env={}, timeout=60)
         sandbox.export_workspace(tmp_path / "ws.tar")
         sandbox.import_workspace(tmp_path / "ws.tar")  # the perf step's fresh container

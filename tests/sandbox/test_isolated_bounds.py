@@ -180,7 +180,7 @@ def test_the_writes_over_a_shared_environment_count_too(tmp_path: Path) -> None:
     layer.mkdir(mode=0o755)
     (layer / "settings").write_text("shared\n")
     with _open(tmp_path, disk="32m") as box:
-        box.mount_environment({"home": layer}, {}, 200_777)
+        box.mount_environment({"home": (layer,)}, {}, 200_777)
         result = box.run("cat $HOME/settings; head -c 40m /dev/zero > $HOME/cache", env={}, timeout=60)
         assert result.stdout == "shared\n" and result.disk_full
     assert [p.name for p in layer.iterdir()] == ["settings"]

@@ -244,7 +244,13 @@ def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]
             command = swebench_repos.command_for(known_entry, row["test_patch"])
         except SpecError as exc:
             raise _Skip(str(exc)) from None
-        environment: dict[str, Any] = {"root": known_entry.root, "setup_network": True}
+        environment: dict[str, Any] = {
+            "root": known_entry.root,
+            "setup_network": True,
+            "shared_setup": known_entry.shared_setup,
+        }
+        if known_entry.shared_inputs:
+            environment["shared_inputs"] = list(known_entry.shared_inputs)
         if known_entry.packages:
             environment["packages"] = list(known_entry.packages)
         notes = [f"Python: {known_entry.python_note}"] if known_entry.python_note else []
@@ -263,7 +269,8 @@ def _commands(row: dict[str, Any], commands: dict[str, dict[str, dict[str, Any]]
             f"the test_command for {repo} {version} writes no JUnit report (no {{junit}}) and names no report format"
         )
     tests = {"command": given} if report == "junit" else {"report": report, "command": given}
-    environment = {key: entry[key] for key in ("root", "packages", "setup_network") if key in entry}
+    kept = ("root", "packages", "setup_network", "shared_setup", "shared_inputs")
+    environment = {key: entry[key] for key in kept if key in entry}
     return _Made(
         setup=entry.get("setup"), tests=tests, environment=environment, labels=_labels(report, row["test_patch"])
     )

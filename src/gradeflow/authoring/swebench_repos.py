@@ -13,6 +13,7 @@ Every entry's setup installs from PyPI, so a task built from one needs ``environ
 
 from __future__ import annotations
 
+import re
 import shlex
 from functools import cache
 from importlib import resources
@@ -60,9 +61,14 @@ class RepoVersion(BaseModel):
     """Why the root's Python differs from :attr:`python`, and what that changed; ``None`` when they agree."""
     packages: list[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{0,99}$")]] = Field(default_factory=list)
     """Debian packages of the root (``environment.packages``): SWE-bench's base image and apt steps."""
+    shared_setup: str
+    """The environment's part of the build, one shell command in the sandbox's environment (``python``/``pip`` on
+    ``PATH``): the prelude and the pip steps with SWE-bench's pins (``environment.shared_setup``: built once for
+    every instance whose command and :attr:`shared_inputs` agree, SWE-bench's environment image)."""
+    shared_inputs: list[str] = Field(default_factory=list)
+    """The repository's files :attr:`shared_setup` reads (its requirement files), found in its words."""
     setup: str
-    """One shell command, run from the repository root in the sandbox's environment (``python``/``pip`` on
-    ``PATH``): the pip steps with SWE-bench's pins, then the repository's own install."""
+    """The instance's part: its last step, the repository's own install (SWE-bench's instance image)."""
     test_command: str
     """The test command without the instance's test arguments; holds ``{junit}`` exactly when
     :attr:`report` is ``junit``."""
@@ -154,8 +160,41 @@ def _entry(repo: str, version: str, shared: dict[str, Any], own: dict[str, Any],
         dict.fromkeys([*common["base_packages"], *shared.get("packages", []), *own.get("packages", [])])
     )
     fields["notes"] = [*shared.get("notes", []), *own.get("notes", [])]
-    fields["setup"] = " && ".join([common["prelude"], *fields.get("setup", [])])
+    steps = [common["prelude"], *fields.get("setup", [])]
+    split = next((at for at, step in enumerate(steps) if _instance_step(step)), len(steps) - 1)
+    fields["shared_setup"] = " && ".join(steps[:split])
+    fields["shared_inputs"] = _read_files(steps[:split])
+    fields["setup"] = " && ".join(steps[split:])
     try:
         return RepoVersion.model_validate(fields)
     except ValidationError as exc:
         raise SpecError(f"{TABLE_FILE}: {repo} {version}: {exc}") from None
+
+
+_REPOSITORY_FILE = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*\.(txt|in|cfg|toml|yml|yaml)$")
+"""A word of a step that names a file of the repository (``tests/requirements/py3.txt``), not a pin or a path of
+the root."""
+
+
+def _instance_step(step: str) -> bool:
+    """Whether a setup step belongs to the instance, not to its environment: it installs the repository itself
+    (``-e``, a ``.`` target) or edits its files (``sed -i``); it and every step after it are the task's ``setup``."""
+    words = _words(step)
+    return bool(words) and (
+        words[0] == "sed" or any(w in ("-e", "--editable") or re.match(r"^\.(\[.*\])?$", w) for w in words)
+    )
+
+
+def _words(step: str) -> list[str]:
+    try:
+        return shlex.split(step)
+    except ValueError:
+        return step.split()
+
+
+def _read_files(steps: list[str]) -> list[str]:
+    """The repository files named in ``steps`` (their shell words that look like one), in order."""
+    found: list[str] = []
+    for step in steps:
+        found += [word for word in _words(step) if _REPOSITORY_FILE.match(word) and word not in found]
+    return found

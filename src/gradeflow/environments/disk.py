@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gradeflow.config import cache_dir
 
-__all__ = ["bases_dir", "entry_size", "roots_dir", "tree_size"]
+__all__ = ["bases_dir", "entry_size", "roots_dir", "shared_dir", "tree_size"]
 
 SIZE_FILE = "size.json"
 
@@ -34,6 +34,12 @@ def roots_dir() -> Path:
 def bases_dir() -> Path:
     """``baselines`` under gradeflow's home (not made when missing)."""
     return cache_dir() / "baselines"
+
+
+def shared_dir() -> Path:
+    """``shared`` under gradeflow's home: the environments ``environment.shared_setup`` built, one per key (not
+    made when missing)."""
+    return cache_dir() / "shared"
 
 
 def tree_size(folder: Path) -> int:

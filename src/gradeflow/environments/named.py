@@ -6,7 +6,8 @@ data folder. The sandbox shows, read-only at their own paths:
 
 - the folders in ``environment.mounts``;
 - every absolute path a command of the task names (``tests.command``, ``tests.evidence_command``, ``setup``,
-  ``perf.command``, ``perf.check``), as a word or in a variable's value (``PYTHONPATH=/a:/b``): a virtual
+  ``environment.shared_setup``, ``perf.command``, ``perf.check``), as a word or in a variable's value
+  (``PYTHONPATH=/a:/b``): a virtual
   environment by its whole folder (the one holding ``pyvenv.cfg``) and the interpreter it was made from;
   another file by its folder; a folder by itself.
 
@@ -55,6 +56,7 @@ class Shown:
 def _commands(task: TaskSpec) -> list[tuple[str, str]]:
     found = [("tests.command", task.tests.command), ("tests.evidence_command", task.tests.evidence_command)]
     found.append(("setup", task.setup))
+    found.append(("environment.shared_setup", task.environment.shared_setup))
     if task.perf is not None:
         found += [("perf.command", task.perf.command), ("perf.check", task.perf.check)]
     return [(where, text) for where, text in found if text]

@@ -1,12 +1,14 @@
 """What gradeflow keeps on disk to run tasks again quickly: listed, pruned, and kept under a size cap
 (``gradeflow env list``, ``gradeflow env prune``, ``$GRADEFLOW_ENV_CAP``).
 
-Two kinds of entries. **Roots** (``$GRADEFLOW_ROOTS``, by default ``<cache>/roots``): the Debian or image
+Three kinds of entries. **Roots** (``$GRADEFLOW_ROOTS``, by default ``<cache>/roots``): the Debian or image
 filesystems of ``environment.root``, one folder per recipe. **Bases** (``<cache>/baselines``): one folder per
 baseline key holding the pristine checkout and, for a task with ``setup``, the environment setup built on it
-(the layers every run mounts read-only). Either is rebuilt on its next use when it is gone: a grade that
-finds its cached baseline's folder missing builds it again (its digests say so), a root is debootstrapped
-again. So pruning costs time, never a verdict.
+(the layers every run mounts read-only). **Shared** (``<cache>/shared``): one folder per key of
+``environment.shared_setup``, the layer under the environments of every base built on it. Each is rebuilt on its
+next use when it is gone: a grade that finds its cached baseline's folder missing builds it again (its digests say
+so), a root is debootstrapped again, a base whose shared layer is gone builds its environment again over a new one.
+So pruning costs time, never a verdict.
 
 Each entry's last use is the time of its ``used`` file (touched whenever a grade takes it), else of the
 folder; its size is recorded once (:func:`~gradeflow.environments.disk.entry_size`). :func:`prune` removes the
@@ -40,7 +42,7 @@ from typing import Literal, Self
 import structlog
 
 from gradeflow.config import env_cap
-from gradeflow.environments.disk import bases_dir, entry_size, roots_dir
+from gradeflow.environments.disk import bases_dir, entry_size, roots_dir, shared_dir
 
 __all__ = ["RECENT", "Holds", "Stored", "enforce_cap", "in_use", "prune", "stored", "touch_built", "touch_used"]
 
@@ -49,7 +51,7 @@ _log = structlog.get_logger(__name__)
 RECENT = 600.0
 """Seconds after its last use during which an entry is never pruned (a grade may still be running on it)."""
 
-Kind = Literal["root", "base"]
+Kind = Literal["root", "base", "shared"]
 _BUILDING = ".build-"
 """A root's folder while it is built: ``<recipe name>.build-<pid>``, under its recipe's build lock."""
 
@@ -178,9 +180,10 @@ def _same_file(descriptor: int, path: Path) -> bool:
 
 
 def stored() -> list[Stored]:
-    """Every root and base kept on this machine, least recently used first."""
+    """Every root, base and shared environment kept on this machine, least recently used first."""
     found = [_entry("root", folder) for folder in _entries(roots_dir(), ("fs", "root.json"))]
     found += [_entry("base", folder) for folder in _entries(bases_dir(), ("repo", "environment"))]
+    found += [_entry("shared", folder) for folder in _entries(shared_dir(), ("environment.json",))]
     return sorted(found, key=lambda entry: entry.used)
 
 
@@ -300,6 +303,8 @@ def _locks(entry: Stored) -> list[Path]:
     in-use lock."""
     if entry.kind == "root":
         build = entry.path.with_name(entry.name.split(_BUILDING)[0] + ".lock")
+    elif entry.kind == "shared":
+        build = entry.path.with_name(entry.name + ".lock")
     else:
         build = entry.path / "environment.lock"
     return [build, entry.path / "in-use.lock"]

@@ -6,7 +6,7 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Literal
 
 import re2
@@ -395,6 +395,32 @@ class EnvironmentSpec(_Spec):
     setup_network: bool = False
     """``setup`` (the environment's build, on the pristine base) may reach the network (package indexes);
     the candidate's commands still get it only with ``network``."""
+    shared_setup: str | None = None
+    """The first part of the environment's build, built once and shared read-only by every task whose build it
+    is too: same sandbox and root, ``packages``, ``setup_network``, ``env``, this command and the content of
+    ``shared_inputs``. It runs (from the workspace) over a workspace holding only ``shared_inputs`` copied from the
+    base, and what it leaves in the environment (``HOME``, the private Python environment) is a layer under the
+    task's own ``setup`` (which then adds only its own files: ``pip install -e .``). Its workspace writes are
+    dropped. Where the sandbox cannot stack layers (docker, the local sandbox without root) it runs before
+    ``setup`` in each task's own build, with the same result."""
+    shared_inputs: list[str] = Field(default_factory=list)
+    """Files of the base ``shared_setup`` reads (``requirements.txt``), relative to the repository; part of the
+    shared build's key. A missing one is left out (``[ -f f ] && pip install -r f`` still works)."""
+
+    @field_validator("shared_inputs")
+    @classmethod
+    def _relative_inputs(cls, value: list[str]) -> list[str]:
+        for name in value:
+            parts = PurePosixPath(name).parts
+            if not name or name.startswith("/") or "\0" in name or ".." in parts or parts[:1] == (".git",):
+                raise ValueError(f"{name!r} is not a path inside the repository")
+        return sorted({str(PurePosixPath(name)) for name in value})
+
+    @model_validator(mode="after")
+    def _inputs_need_shared_setup(self) -> EnvironmentSpec:
+        if self.shared_inputs and not self.shared_setup:
+            raise ValueError("shared_inputs name what shared_setup reads, and there is no shared_setup")
+        return self
 
     @field_validator("mounts")
     @classmethod

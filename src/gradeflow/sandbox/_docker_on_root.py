@@ -113,10 +113,12 @@ class DockerRootSandbox(DockerSandbox):
         except _COPY_ERRORS as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot copy {ENV_DIR} in: {exc}") from None
 
-    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+    def mount_environment(
+        self, layers: dict[str, tuple[Path, ...]], fixes: dict[str, dict[str, bytes]], owner: int
+    ) -> None:
         """A new container with ``layers['env']`` bound read-only at :data:`ENV_DIR`, ``HOME`` as the docker
         sandbox mounts it (:meth:`DockerSandbox.mount_environment`)."""
-        self._env_layer = layers.get("env")
+        self._env_layer = layers["env"][-1] if "env" in layers else None
         super().mount_environment(layers, fixes, owner)
 
 

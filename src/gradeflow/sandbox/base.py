@@ -12,6 +12,7 @@ closed.
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import platform
 import shutil
@@ -171,6 +172,46 @@ def archive_roots(roots: dict[str, str], folder: Path) -> None:
     """Each host folder of ``roots`` to ``folder/<name>.tar`` (``export_environment`` for sandboxes on this host)."""
     for name, root in roots.items():
         archive_tree(Path(root), folder / f"{name}.tar")
+
+
+OVERLAY_OPAQUE = ("user.overlay.opaque", "trusted.overlay.opaque")
+"""The attribute that makes an overlay's folder hide the layers under it: bubblewrap's overlays (``userxattr``) read
+the first, the kernel's as root the second."""
+_OPAQUE_PAX = "SCHILY.xattr.user.overlay.opaque"
+
+
+def archive_layer(upper: Path, archive: Path) -> None:
+    """An overlay's upper folder written to ``archive`` as a layer to lay over the same lowers again: its whiteouts
+    (``0/0`` character devices, a lower file removed) as they are, a folder made opaque (a lower folder removed and
+    made again) marked in its member's pax header, as GNU tar carries extended attributes."""
+
+    def mark(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        if info.isdir() and is_opaque(upper / member_path(info.name)):
+            info.pax_headers = {**info.pax_headers, _OPAQUE_PAX: "y"}
+        return info
+
+    with tarfile.open(archive, "w", format=tarfile.PAX_FORMAT) as tar:
+        tar.add(upper, arcname=".", filter=mark)
+
+
+def is_opaque(path: Path) -> bool:
+    """Whether the folder ``path`` of an overlay's layer hides the layers under it."""
+    for name in OVERLAY_OPAQUE:
+        with contextlib.suppress(OSError):
+            if os.getxattr(path, name, follow_symlinks=False) == b"y":
+                return True
+    return False
+
+
+def opaque_member(member: tarfile.TarInfo) -> bool:
+    """Whether an :func:`archive_layer` member is an opaque folder."""
+    return member.isdir() and member.pax_headers.get(_OPAQUE_PAX) == "y"
+
+
+def mark_opaque(path: Path) -> None:
+    """Make the folder ``path`` opaque to both kinds of overlay (as root: the ``trusted`` one needs it)."""
+    for name in OVERLAY_OPAQUE:
+        os.setxattr(path, name, b"y", follow_symlinks=False)
 
 
 def restore_roots(roots: dict[str, str], folder: Path) -> None:
@@ -383,13 +424,23 @@ class Sandbox(abc.ABC):
         the local sandbox as root; the docker sandbox on a root)."""
         return False
 
+    @property
+    def stacks_layers(self) -> bool:
+        """Whether :meth:`mount_environment` lays several layers per root, an environment built over another one
+        (``environment.shared_setup``) kept as the upper layer its build wrote, whiteouts and opaque folders
+        included: the isolated sandbox and the local one, as root."""
+        return False
+
     def layer_owner(self, drawn: int) -> int:
         """Who owns the environment's layers unpacked from this sandbox's roots: ``drawn`` (a user of their own,
         drawn per environment), or a user this sandbox's commands must be to write over them."""
         return drawn
 
-    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
-        """Show the environment roots from shared read-only ``layers`` (see :attr:`mounts_layers`)."""
+    def mount_environment(
+        self, layers: dict[str, tuple[Path, ...]], fixes: dict[str, dict[str, bytes]], owner: int
+    ) -> None:
+        """Show the environment roots from shared read-only ``layers`` (per root, the later on top; more than one
+        only where :attr:`stacks_layers`), see :attr:`mounts_layers`."""
         raise NotImplementedError(f"the {type(self).__name__} copies environments (import_environment)")
 
     def runs_on(self, tree: Path) -> bool:

@@ -403,14 +403,16 @@ class DockerSandbox(Sandbox):
         del drawn
         return self._settings.uid
 
-    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+    def mount_environment(
+        self, layers: dict[str, tuple[Path, ...]], fixes: dict[str, dict[str, bytes]], owner: int
+    ) -> None:
         """A new container whose ``HOME`` shows ``layers['home']`` (shared, read-only, never copied) under the
         commands' writes, in a tmpfs of ``environment.disk`` bytes of its own. The container's paths are those
-        setup ran with, so nothing needs rewriting (``fixes``)."""
+        setup ran with, so nothing needs rewriting (``fixes``); one layer per root (no :attr:`stacks_layers`)."""
         del owner  # the layers belong to the command user (layer_owner), as setup's files did
-        if any(fixes.values()):
+        if any(fixes.values()) or any(len(stack) != 1 for stack in layers.values()):
             raise SandboxUnavailable("docker sandbox: setup's environment names paths this container does not have")
-        self._home_layer = layers.get("home")
+        self._home_layer = layers["home"][0] if "home" in layers else None
         self._made_again()
 
     def _made_again(self) -> None:

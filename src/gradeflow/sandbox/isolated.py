@@ -396,7 +396,9 @@ class IsolatedSandbox(LocalSandbox):
     def mounts_layers(self) -> bool:
         return True
 
-    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+    def mount_environment(
+        self, layers: dict[str, tuple[Path, ...]], fixes: dict[str, dict[str, bytes]], owner: int
+    ) -> None:
         """As the local sandbox mounts them (bwrap lays the overlays); commands then run as ``owner`` (the layers'
         owner) unless the task names its user."""
         if self._settings.own_user and self._as_root:

@@ -60,6 +60,7 @@ from gradeflow.sandbox.base import (
     Sandbox,
     SandboxDescription,
     SandboxFactory,
+    archive_layer,
     archive_roots,
     archive_tree,
     check_free_space,
@@ -309,22 +310,30 @@ class LocalSandbox(Sandbox):
         """As root, where every command has a mount namespace of its own: see :meth:`mount_environment`."""
         return self._pid_namespace
 
-    def mount_environment(self, layers: dict[str, Path], fixes: dict[str, dict[str, bytes]], owner: int) -> None:
+    @property
+    def stacks_layers(self) -> bool:
+        """As root (a layer's whiteouts are device files, its opaque folders carry a ``trusted`` attribute)."""
+        return self.mounts_layers and os.geteuid() == 0
+
+    def mount_environment(
+        self, layers: dict[str, tuple[Path, ...]], fixes: dict[str, dict[str, bytes]], owner: int
+    ) -> None:
         """Show each environment root (``env``, ``home``) as an overlay in every command's mount namespace: the
-        shared read-only ``layers[name]``, over it the ``fixes`` (member → content: setup's files that named its
-        paths, rewritten to this sandbox's), and the commands' writes in a layer of this sandbox's own, kept
-        across its commands and gone with it. The layers themselves are never written."""
+        shared read-only ``layers[name]`` (the later on top), over them the ``fixes`` (member → content: setup's
+        files that named its paths, rewritten to this sandbox's), and the commands' writes in a layer of this
+        sandbox's own, kept across its commands and gone with it. The layers themselves are never written."""
         del owner  # the local sandbox's commands run as gradeflow's user (root), who reads every layer
         roots = self.environment_roots()
-        for name, layer in layers.items():
-            lowers = [str(layer)]
+        for name, stack in layers.items():
+            lowers = [str(layer) for layer in stack]
             if fixes.get(name):
                 fixed = self._scratch / f"{name}-fixed"
                 for member, data in fixes[name].items():
                     target = fixed / member_path(member)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
-                    target.chmod((layer / member_path(member)).stat().st_mode & 0o7777)
+                    top = next(layer for layer in reversed(stack) if os.path.lexists(layer / member_path(member)))
+                    target.chmod((top / member_path(member)).stat().st_mode & 0o7777)
                 lowers.append(str(fixed))
             upper = self._scratch / f"{name}-upper"
             check_overlay_folders(self.kind, (*lowers, str(upper), roots[name]))
@@ -343,7 +352,15 @@ class LocalSandbox(Sandbox):
                 folder.mkdir()
 
     def export_environment(self, folder: Path) -> None:
-        archive_roots(self.environment_roots(), folder)
+        """The roots as archives; with layers mounted, what the commands wrote over them (each root's upper
+        layer, :func:`~gradeflow.sandbox.base.archive_layer`), the layers themselves being shared."""
+        if not self._layers:
+            archive_roots(self.environment_roots(), folder)
+            return
+        names = {target: name for name, target in self.environment_roots().items()}
+        for target, _, upper in self._layers:
+            if target in names and upper is not None:
+                archive_layer(Path(upper), folder / f"{names[target]}.tar")
 
     def import_environment(self, folder: Path) -> None:
         restore_roots(self.environment_roots(), folder)

@@ -35,9 +35,17 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel
 
-from gradeflow.sandbox.base import Sandbox, member_path, remove_tree
+from gradeflow.environments.disk import shared_dir
+from gradeflow.sandbox.base import Sandbox, is_opaque, mark_opaque, member_path, opaque_member, remove_tree
 
-__all__ = ["TaskEnvironment", "capture_environment", "import_environment", "lay_workspace", "tree_manifest"]
+__all__ = [
+    "TaskEnvironment",
+    "capture_environment",
+    "import_environment",
+    "lay_workspace",
+    "shared_folder",
+    "tree_manifest",
+]
 
 WORKSPACE_ARCHIVE = "workspace"
 """The name of the captured workspace files among the archives (beside the roots' names)."""
@@ -60,6 +68,9 @@ class TaskEnvironment(BaseModel):
     """Per archive (``workspace`` or a root's name), the members whose content names one of those paths."""
     removed: list[str]
     """Workspace paths setup deleted."""
+    shared: str | None = None
+    """The key of the shared environment (``environment.shared_setup``) this one was built over: its layers lie
+    under this one's, which then hold only what ``setup`` wrote over them (see :mod:`gradeflow.tasks.shared`)."""
     layered: list[str] = []
     """Roots kept unpacked under ``layers/<name>`` too, mounted read-only into every run of a sandbox that can
     (:attr:`~gradeflow.sandbox.base.Sandbox.mounts_layers`) instead of being copied."""
@@ -121,8 +132,13 @@ def _member_signature(member: tarfile.TarInfo, data: bytes | None) -> _SIGNATURE
     return None
 
 
-def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder: Path) -> TaskEnvironment:
-    """Keep in ``folder`` what setup left in ``sandbox``: its roots, and the workspace's changes from ``before``."""
+def capture_environment(
+    sandbox: Sandbox, before: dict[str, _SIGNATURE], folder: Path, under: TaskEnvironment | None = None
+) -> TaskEnvironment:
+    """Keep in ``folder`` what setup left in ``sandbox``: its roots, and the workspace's changes from ``before``.
+
+    ``under``: the shared environment mounted under setup (:func:`import_environment`); only what setup wrote over
+    it is kept (the roots' upper layers), unpacked for the same owner."""
     folder.mkdir(parents=True, exist_ok=True)
     sandbox.export_environment(folder)
     after = folder / "after.tar"
@@ -144,12 +160,14 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
     roots = sandbox.environment_roots()
     olds = {"<workspace>": sandbox.workspace, **{f"<{name}>": path for name, path in roots.items()}}
     naming: dict[str, list[str]] = {}
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(under.digest.encode() if under is not None else b"")
     for archive in sorted([WORKSPACE_ARCHIVE, *roots]):
         naming[archive] = _scan(folder / f"{archive}.tar", olds, digest, archive)
     removed = sorted(p for p, sig in before.items() if p not in seen and sig[0] != "dir")
     digest.update("\0".join(removed).encode())
     drawn = _LAYER_UIDS[0] + int(digest.hexdigest()[:8], 16) % _LAYER_UIDS[1]
+    if under is not None:  # one owner for the whole stack: setup ran as the shared layers' owner
+        drawn = under.owner
     owner = sandbox.layer_owner(drawn)
     layered = _unpack_layers(folder, roots, owner, private=owner != drawn) if sandbox.mounts_layers else []
     environment = TaskEnvironment(
@@ -159,6 +177,7 @@ def capture_environment(sandbox: Sandbox, before: dict[str, _SIGNATURE], folder:
         roots=roots,
         naming={k: v for k, v in naming.items() if v},
         removed=removed,
+        shared=under.folder.name if under is not None else None,
         layered=layered,
         owner=owner,
     )
@@ -184,7 +203,10 @@ def _unpack_layers(folder: Path, roots: dict[str, str], owner: int, *, private: 
         layer = folder / "layers" / name
         layer.mkdir(parents=True)
         with tarfile.open(archive) as tar:
-            tar.extractall(layer, filter="tar")
+            tar.extractall(layer, filter="tar")  # whiteouts too: character devices, made as root
+            for member in tar:
+                if opaque_member(member) and ".." not in PurePosixPath(member_path(member.name)).parts:
+                    mark_opaque(layer / member_path(member.name))
         if os.geteuid() == 0:
             for current, dirs, files in os.walk(layer):
                 for entry in (current, *(os.path.join(current, n) for n in (*dirs, *files))):
@@ -278,8 +300,11 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
     moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
     pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
     if environment.layered and sandbox.mounts_layers:
-        layers = {name: environment.folder / "layers" / name for name in environment.layered if name in roots}
-        fixes = {name: _fixes(layers[name], environment.naming.get(name, []), pairs) for name in layers}
+        own = {name: environment.folder / "layers" / name for name in environment.layered if name in roots}
+        fixes = {name: _fixes(own[name], environment.naming.get(name, []), pairs) for name in own}
+        layers: dict[str, tuple[Path, ...]] = {name: (layer,) for name, layer in own.items()}
+        if environment.shared is not None:
+            _stack_shared(environment, sandbox, layers, fixes)
         sandbox.mount_environment(layers, fixes, environment.owner)
     elif not pairs:
         sandbox.import_environment(environment.folder)
@@ -309,6 +334,48 @@ def _import_copies(
             elif source.is_file():
                 _rewrite_archive(source, scratch / source.name, named, pairs)
         sandbox.import_environment(scratch)
+
+
+def shared_folder(key: str) -> Path:
+    """Where the shared environment of ``key`` is kept."""
+    return shared_dir() / key
+
+
+def _stack_shared(
+    environment: TaskEnvironment,
+    sandbox: Sandbox,
+    layers: dict[str, tuple[Path, ...]],
+    fixes: dict[str, dict[str, bytes]],
+) -> None:
+    """The shared environment's layers laid under ``environment``'s own, and its files that name its build's paths
+    rewritten to ``sandbox``'s where the layer over it does not hide them."""
+    assert environment.shared is not None
+    shared = TaskEnvironment.load(shared_folder(environment.shared))
+    roots = sandbox.environment_roots()
+    moves = [(shared.workspace, sandbox.workspace)]
+    moves += [(old, roots[name]) for name, old in shared.roots.items() if name in roots]
+    pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
+    for name in shared.layered:
+        if name not in roots:
+            continue
+        below = shared.folder / "layers" / name
+        above = layers.get(name, ())
+        named = [m for m in shared.naming.get(name, []) if not any(_hides(layer, m) for layer in above)]
+        fixes[name] = {**_fixes(below, named, pairs), **fixes.get(name, {})}
+        layers[name] = (below, *above)
+
+
+def _hides(layer: Path, member: str) -> bool:
+    """Whether ``layer``, laid over another, hides that one's ``member``: it holds the path itself (a file, a folder
+    or a whiteout), or a folder above it that is opaque or is no folder."""
+    path = PurePosixPath(member_path(member))
+    for folder in reversed(path.parents):
+        if str(folder) == ".":
+            continue
+        here = layer / folder
+        if os.path.lexists(here) and (here.is_symlink() or not here.is_dir() or is_opaque(here)):
+            return True
+    return os.path.lexists(layer / path)
 
 
 def _fixes(layer: Path, named: list[str], pairs: list[tuple[bytes, bytes]]) -> dict[str, bytes]:

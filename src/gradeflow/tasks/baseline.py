@@ -32,15 +32,15 @@ from gradeflow.integrity.files import inject_tree, list_files
 from gradeflow.integrity.handed import Prior, prior_state
 from gradeflow.integrity.harness import Harness
 from gradeflow.integrity.plugin_files import plugin_template
-from gradeflow.logs import scrub
 from gradeflow.models import EnvironmentFingerprint, TaskSpec
 from gradeflow.models.evidence import TestRunEvidence
-from gradeflow.sandbox.base import CommandResult, Sandbox, SandboxFactory, remove_tree
+from gradeflow.sandbox.base import Sandbox, SandboxFactory, remove_tree
 from gradeflow.tasks._environment import (
     TaskEnvironment,
     capture_environment,
     import_environment,
     lay_workspace,
+    shared_folder,
     tree_manifest,
 )
 from gradeflow.tasks._git import git
@@ -49,6 +49,7 @@ from gradeflow.tasks._retry import INFRA_RETRIES, retry_on_infra
 from gradeflow.tasks._state import data_digest, inode_digest
 from gradeflow.tasks._testrun import require_report, run_setup, run_test_command, start_harness
 from gradeflow.tasks.repo import BaseRef, materialize
+from gradeflow.tasks.shared import setup_failure, shared_environment, shared_present
 
 __all__ = [
     "Baseline",
@@ -227,6 +228,9 @@ def state_digests(pristine: Path, environment: TaskEnvironment | None, record: b
         # By every entry's inode and times (its layers can be hundreds of megabytes), its record by content.
         record = (environment.folder / "environment.json").read_bytes() if environment.folder.is_dir() else b""
         digests["environment"] = data_digest(f"{inode_digest(environment.folder)}|{data_digest(record)}".encode())
+        if environment.shared is not None:  # the layers under it: pruned and built again, it is built again too
+            under = shared_folder(environment.shared) / "layers"  # not its folder, whose ``used`` each grade touches
+            digests["shared environment"] = inode_digest(under)
     return digests
 
 
@@ -311,7 +315,7 @@ def build_environment(
     Kept beside the pristine folder and reused while it is there; ``None`` when the task has no setup.
     ``BaselineBroken`` (``setup-failed``) when setup fails.
     """
-    if not task_spec.setup:
+    if not task_spec.setup and not task_spec.environment.shared_setup:
         return None
     folder = pristine.parent / "environment"
     failed = pristine.parent / "setup-failed.txt"
@@ -340,10 +344,22 @@ def _build_environment(task_spec: TaskSpec, pristine: Path, folder: Path, sandbo
         inject_hidden_on_base(task_spec, workspace, "before setup")
         before = tree_manifest(workspace)
         with sandboxes.open(workspace) as sandbox:
+            shared = None
+            if task_spec.environment.shared_setup and sandbox.stacks_layers:
+                shared = shared_environment(task_spec, pristine, sandboxes)
+            if shared is not None:
+                import_environment(shared, sandbox, workspace)
+            elif task_spec.environment.shared_setup:  # nothing to stack on: the task's own build runs it first
+                first = sandbox.run(
+                    task_spec.environment.shared_setup, env=task_spec.run_env(), timeout=task_spec.tests.timeout
+                )
+                if not first.ok:
+                    what = "environment.shared_setup"
+                    raise BaselineBroken(setup_failure(task_spec, first, what), reason_code="setup-failed")
             setup = run_setup(task_spec, sandbox)
             if setup is not None and not setup.ok:
-                raise BaselineBroken(_setup_failure(task_spec, setup), reason_code="setup-failed")
-            capture_environment(sandbox, before, staging)
+                raise BaselineBroken(setup_failure(task_spec, setup), reason_code="setup-failed")
+            capture_environment(sandbox, before, staging, under=shared)
         staging.rename(folder)
         return TaskEnvironment.load(folder)
     finally:
@@ -351,22 +367,16 @@ def _build_environment(task_spec: TaskSpec, pristine: Path, folder: Path, sandbo
         remove_tree(staging, ignore_errors=True)
 
 
-def _setup_failure(task_spec: TaskSpec, setup: CommandResult) -> str:
-    """One line: setup's exit and its last output lines (pip's error, a missing compiler), secrets scrubbed."""
-    how = "timed out" if setup.timed_out else f"exit {setup.exit_code}"
-    lines = [line.strip() for line in f"{setup.stdout}\n{setup.stderr}".splitlines() if line.strip()][-_TAIL_LINES:]
-    tail = scrub(" | ".join(lines), [v for v in task_spec.candidate_env().values() if len(v) >= 8])[-_TAIL_CHARS:]
-    hint = "" if task_spec.environment.setup_network else " (setup has no network: environment.setup_network)"
-    return f"task {task_spec.task_id}: setup fails on the pristine base ({how}){hint}: {tail or 'no output'}"
-
-
-_TAIL_LINES, _TAIL_CHARS = 6, 800
-
-
 def task_environment(task_spec: TaskSpec, baseline: Baseline, sandboxes: SandboxFactory) -> TaskEnvironment | None:
-    """The baseline's environment, built again when a cleaned cache lost it."""
-    if baseline.environment is not None and (baseline.environment.folder / "environment.json").is_file():
-        return baseline.environment
+    """The baseline's environment, built again when a cleaned cache lost it (or the shared one it lies over)."""
+    environment = baseline.environment
+    if environment is not None and (environment.folder / "environment.json").is_file():
+        if environment.shared is None:
+            return environment
+        if sandboxes.hold(shared_folder(environment.shared)) and shared_present(environment.shared):
+            touch_used(shared_folder(environment.shared))
+            return environment
+        remove_tree(environment.folder, ignore_errors=True)  # its layer lay over the one pruned: built again
     return build_environment(task_spec, baseline.pristine, baseline.key, sandboxes)
 
 
