@@ -90,6 +90,28 @@ def test_prune_by_age_keeps_what_is_held_or_just_used(
     assert kept["django-2222"].exists()
 
 
+def test_a_shared_environment_is_listed_and_pruned_unless_its_build_lock_is_held(
+    kept: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    shared = kept["calc-1111"].parent.parent / "shared" / "shared-abcd"
+    shared.mkdir(parents=True)
+    (shared / "environment.json").write_text("{}")
+    (shared / "data.bin").write_bytes(os.urandom(MIB))
+    (shared / "used").touch()
+    os.utime(shared / "used", (time.time() - 8 * 86400, time.time() - 8 * 86400))
+    (shared.parent / "shared-abcd.failed").write_text("not an entry\n")
+    assert main(["env", "list", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["shared-abcd"]["kind"] == "shared" and rows["shared-abcd"]["bytes"] >= MIB
+    assert "shared-abcd.failed" not in rows
+    with (shared.parent / "shared-abcd.lock").open("a") as lock:  # being built: stays whatever its age
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert "shared-abcd" not in [e.name for e in prune(unused_for=86400)]
+    assert shared.exists()
+    assert "shared-abcd" in [e.name for e in prune(unused_for=86400)]
+    assert not shared.exists()
+
+
 def test_bad_input_exits_2_with_one_line(kept: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["env", "prune"]) == 2
     assert "give --cap, --unused-for or both (or set GRADEFLOW_ENV_CAP)" in capsys.readouterr().err
