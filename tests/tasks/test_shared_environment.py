@@ -123,7 +123,11 @@ SHARED_SETUP = (
     " && date +%s%N >> $HOME/builds && mkdir $HOME/d && echo a > $HOME/d/a"
 )
 # The task's own: a file of the shared layer removed, a folder of it replaced (a whiteout and an opaque folder).
-OWN_SETUP = "rm $HOME/builds && rm -r $HOME/d && mkdir $HOME/d && echo b > $HOME/d/b && echo own > $HOME/own-setup"
+# And a console script in the environment's bin, a folder the layer of rewritten paths over the shared one also holds.
+OWN_SETUP = (
+    "rm $HOME/builds && rm -r $HOME/d && mkdir $HOME/d && echo b > $HOME/d/b && echo own > $HOME/own-setup"
+    " && python -c \"import os, sys; open(os.path.join(sys.prefix, 'bin', 'own-tool'), 'w').write('x')\""
+)
 
 
 def _task(repo: Path, task_id: str, shared: str = SHARED_SETUP) -> TaskSpec:

@@ -332,8 +332,7 @@ class LocalSandbox(Sandbox):
                     target = fixed / member_path(member)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(data)
-                    top = next(layer for layer in reversed(stack) if os.path.lexists(layer / member_path(member)))
-                    target.chmod((top / member_path(member)).stat().st_mode & 0o7777)
+                _like_layers(fixed, stack)
                 lowers.append(str(fixed))
             upper = self._scratch / f"{name}-upper"
             check_overlay_folders(self.kind, (*lowers, str(upper), roots[name]))
@@ -460,3 +459,20 @@ class LocalSandboxFactory(SandboxFactory):
             python_version=platform.python_version(),
             python_environment=f"private per sandbox, over {sys.prefix} (view {view_digest()})",
         )
+
+
+def _like_layers(fixed: Path, stack: tuple[Path, ...]) -> None:
+    """Give each file and folder of ``fixed`` the mode and owner of the same path in the topmost of ``stack``: an
+    overlay shows a folder with the attributes of its topmost layer, so a folder made here as root (``bin``, holding
+    a rewritten script) would keep the layers' owner from writing into it (``pip install`` of a console script)."""
+    for current, dirs, files in os.walk(fixed):
+        for entry in (*dirs, *files):
+            path = Path(current) / entry
+            rel = path.relative_to(fixed)
+            top = next((layer / rel for layer in reversed(stack) if os.path.lexists(layer / rel)), None)
+            if top is None:
+                continue
+            info = top.lstat()
+            path.chmod(info.st_mode & 0o7777)
+            if os.geteuid() == 0:
+                os.lchown(path, info.st_uid, info.st_gid)
