@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,16 @@ def make_task(**overrides: Any) -> dict[str, Any]:
     }
     spec.update(overrides)
     return spec
+
+
+def committed_repo(folder: Path, files: dict[str, str]) -> Path:
+    """A git repository at ``folder`` holding ``files`` (path -> text) in one commit; ``folder``."""
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+    return folder
 
 
 def calc_with_tests(folder: Path, task_id: str, tests: dict[str, str], pass_to_pass: list[str], **spec: Any) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import committed_repo
 from gradeflow import grade
 from gradeflow.environments.disk import shared_dir
 from gradeflow.environments.store import stored
@@ -94,10 +95,6 @@ def test_a_layer_built_over_a_shared_one_keeps_its_removals_and_paths(tmp_path: 
     assert (shared.folder / "layers" / "env" / "share" / "gone.txt").is_file()
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
-
-
 def _repo(folder: Path, requirements: str, answer: str) -> Path:
     files = {
         "requirements.txt": requirements,
@@ -107,13 +104,7 @@ def _repo(folder: Path, requirements: str, answer: str) -> Path:
         "def test_home():\n    import os\n    home = os.path.expanduser('~')\n"
         "    assert sorted(os.listdir(home + '/d')) == ['b'] and not os.path.exists(home + '/builds')\n",
     }
-    for name, text in files.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    _git(folder, "init", "-q")
-    _git(folder, "add", "-A")
-    _git(folder, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-    return folder
+    return committed_repo(folder, files)
 
 
 # Writes a module into the environment's site folder from the one input it reads, and leaves a mark of each build.

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import committed_repo
 from gradeflow import grade
 from gradeflow.models import GradeResult, TaskSpec
 from gradeflow.sandbox._local_procs import pid_namespace_available
@@ -58,20 +59,13 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def _repo(root: Path) -> Path:
-    repo = root / "repo"
     files = {
         "pyproject.toml": PYPROJECT,
         "src/envcalc/__init__.py": "from envcalc.core import half\n",
         "src/envcalc/core.py": BUGGY,
         "tests/test_half.py": TESTS,
     }
-    for name, text in files.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    _git(repo, "init", "-q")
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
-    return repo
+    return committed_repo(root / "repo", files)
 
 
 def _task(repo: Path, setup: str, **extra: object) -> TaskSpec:

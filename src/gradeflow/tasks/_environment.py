@@ -296,9 +296,7 @@ def import_environment(environment: TaskEnvironment, sandbox: Sandbox, tree: Pat
     there (the local sandbox).
     """
     roots = sandbox.environment_roots()
-    moves = [(environment.workspace, sandbox.workspace)]
-    moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
-    pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
+    pairs = _moved_paths(environment, sandbox)
     if environment.layered and sandbox.mounts_layers:
         own = {name: environment.folder / "layers" / name for name in environment.layered if name in roots}
         fixes = {name: _fixes(own[name], environment.naming.get(name, []), pairs) for name in own}
@@ -336,6 +334,15 @@ def _import_copies(
         sandbox.import_environment(scratch)
 
 
+def _moved_paths(environment: TaskEnvironment, sandbox: Sandbox) -> list[tuple[bytes, bytes]]:
+    """The paths ``environment``'s build ran with (its workspace, its roots) against ``sandbox``'s own, those that
+    differ, the longest first (so a root inside the workspace is rewritten before the workspace is)."""
+    roots = sandbox.environment_roots()
+    moves = [(environment.workspace, sandbox.workspace)]
+    moves += [(old, roots[name]) for name, old in environment.roots.items() if name in roots]
+    return sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
+
+
 def shared_folder(key: str) -> Path:
     """Where the shared environment of ``key`` is kept."""
     return shared_dir() / key
@@ -352,9 +359,7 @@ def _stack_shared(
     assert environment.shared is not None
     shared = TaskEnvironment.load(shared_folder(environment.shared))
     roots = sandbox.environment_roots()
-    moves = [(shared.workspace, sandbox.workspace)]
-    moves += [(old, roots[name]) for name, old in shared.roots.items() if name in roots]
-    pairs = sorted(((o.encode(), n.encode()) for o, n in moves if o != n), key=lambda p: -len(p[0]))
+    pairs = _moved_paths(shared, sandbox)
     for name in shared.layered:
         if name not in roots:
             continue

@@ -52,11 +52,12 @@ def task_outcomes(task: TaskSpec, cases: list[TestCaseResult]) -> dict[str, Outc
     return outcomes_for(test_ids(task), cases, task.tests.last_run_of)
 
 
-def run_setup(task: TaskSpec, sandbox: Sandbox) -> CommandResult | None:
-    """Run the task's setup command, if any."""
-    if not task.setup:
+def run_setup(task: TaskSpec, sandbox: Sandbox, command: str | None = None) -> CommandResult | None:
+    """Run the task's setup command (or ``command``, a part of the environment's build), if any."""
+    command = command or task.setup
+    if not command:
         return None
-    return sandbox.run(task.setup, env=task.run_env(), timeout=task.tests.timeout)
+    return sandbox.run(command, env=task.run_env(), timeout=task.tests.timeout)
 
 
 def start_harness(

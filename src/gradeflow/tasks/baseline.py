@@ -347,18 +347,15 @@ def _build_environment(task_spec: TaskSpec, pristine: Path, folder: Path, sandbo
             shared = None
             if task_spec.environment.shared_setup and sandbox.stacks_layers:
                 shared = shared_environment(task_spec, pristine, sandboxes)
+            steps: list[tuple[str | None, str]] = [(None, "setup")]
             if shared is not None:
                 import_environment(shared, sandbox, workspace)
             elif task_spec.environment.shared_setup:  # nothing to stack on: the task's own build runs it first
-                first = sandbox.run(
-                    task_spec.environment.shared_setup, env=task_spec.run_env(), timeout=task_spec.tests.timeout
-                )
-                if not first.ok:
-                    what = "environment.shared_setup"
-                    raise BaselineBroken(setup_failure(task_spec, first, what), reason_code="setup-failed")
-            setup = run_setup(task_spec, sandbox)
-            if setup is not None and not setup.ok:
-                raise BaselineBroken(setup_failure(task_spec, setup), reason_code="setup-failed")
+                steps.insert(0, (task_spec.environment.shared_setup, "environment.shared_setup"))
+            for command, what in steps:
+                result = run_setup(task_spec, sandbox, command)
+                if result is not None and not result.ok:
+                    raise BaselineBroken(setup_failure(task_spec, result, what), reason_code="setup-failed")
             capture_environment(sandbox, before, staging, under=shared)
         staging.rename(folder)
         return TaskEnvironment.load(folder)
